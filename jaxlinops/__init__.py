@@ -1,0 +1,27 @@
+"""jaxlinops: named-dimension linear operators for JAX.
+
+`import jaxlinops as jl`; build operators such as `jl.Dense`, `jl.Diagonal`, `jl.FFT`,
+compose them with `@`, and use `A.H` (adjoint) and `A.N` (normal).
+"""
+
+from importlib.metadata import PackageNotFoundError, version
+
+from . import testing as testing
+from ._dims import Dim as Dim, Dims as Dims, next_unused as next_unused
+from ._linop import NamedLinop as NamedLinop, dims_field as dims_field, rename as rename
+from .linops import (
+    Adjoint as Adjoint,
+    Add as Add,
+    Chain as Chain,
+    Dense as Dense,
+    Diagonal as Diagonal,
+    Identity as Identity,
+    Scalar as Scalar,
+    ShapeSpec as ShapeSpec,
+    Zero as Zero,
+)
+
+try:
+    __version__ = version("jaxlinops")
+except PackageNotFoundError:  # running from a source tree
+    __version__ = "0.0.0+local"

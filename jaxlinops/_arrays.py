@@ -1,0 +1,92 @@
+"""Array helpers shared by all operators: conversion, dtype promotion, input checks."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ._dims import ELLIPSIS, Dims, fmt
+
+
+def promote(*arrays):
+    """Cast arrays to their common dtype under JAX's standard promotion rules.
+
+    Operators that mix dtypes (a real weight applied to complex data) promote explicitly
+    through this function, so code also runs under `jax_numpy_dtype_promotion="strict"`.
+    """
+    with jax.numpy_dtype_promotion("standard"):
+        dtype = jnp.result_type(*arrays)
+    return tuple(jnp.asarray(a).astype(dtype) for a in arrays)
+
+
+_WIDE = tuple(np.dtype(t) for t in (np.float64, np.int64, np.uint64, np.complex128))
+
+
+def _is_64bit(dtype) -> bool:
+    return np.dtype(dtype) in _WIDE
+
+
+def as_array(value, what: str) -> jax.Array:
+    """Convert `value` to a JAX array, refusing a silent 64-bit -> 32-bit downcast.
+
+    `what` names the argument in error messages, e.g. "`Dense(weight=...)`".
+    """
+    if isinstance(value, jax.Array):
+        return value
+    if type(value).__module__.startswith("torch"):
+        raise TypeError(
+            f"{what} got a torch.Tensor; convert it with `interop.to_jax(t)` or wrap the "
+            f"operator with `interop.torch_linop(A)`."
+        )
+    if isinstance(value, (bool, int, float, complex)):
+        return jnp.asarray(value)
+    try:
+        arr = np.asarray(value)
+    except Exception as e:  # pragma: no cover - numpy's own message is appended
+        raise TypeError(f"{what} expects an array, got {type(value).__name__}.") from e
+    if arr.dtype == object:
+        raise TypeError(f"{what} expects a numeric array, got {type(value).__name__}.")
+    if _is_64bit(arr.dtype) and not jax.config.jax_enable_x64:
+        raise ValueError(
+            f"{what} got a {arr.dtype} array but 64-bit types are disabled in JAX, so it "
+            f"would be silently downcast. Enable them with "
+            f"`jax.config.update('jax_enable_x64', True)` or cast to 32 bits explicitly."
+        )
+    return jnp.asarray(arr)
+
+
+def right_align(w: jax.Array, ndim: int) -> jax.Array:
+    """Reshape `w` to `ndim` axes by adding leading singleton axes (numpy broadcasting)."""
+    return w.reshape((1,) * (ndim - w.ndim) + w.shape)
+
+
+def check_rank(name: str, shape: Dims, x: jax.Array, role: str = "input") -> None:
+    """Raise if `x.ndim` cannot be laid out by `shape`."""
+    core = len(shape) - (ELLIPSIS in shape)
+    ok = x.ndim >= core if ELLIPSIS in shape else x.ndim == core
+    if not ok:
+        expected = f"at least {core}" if ELLIPSIS in shape else f"exactly {core}"
+        raise ValueError(
+            f"`{name}` expected an {role} with dims {fmt(shape)} ({expected} axes); got an "
+            f"array of shape {tuple(x.shape)}."
+        )
+
+
+def dim_sizes(shape: Dims, x_shape: tuple[int, ...]) -> dict[str, int]:
+    """Map each concrete dim of `shape` to its size in an array of shape `x_shape`."""
+    if ELLIPSIS not in shape:
+        return dict(zip(shape, x_shape))
+    i = shape.index(ELLIPSIS)
+    tail = shape[i + 1 :]
+    sizes = dict(zip(shape[:i], x_shape[:i]))
+    sizes.update(zip(tail, x_shape[len(x_shape) - len(tail) :]))
+    return sizes
+
+
+def batch_shape_of(shape: Dims, x_shape: tuple[int, ...]) -> tuple[int, ...]:
+    """The sizes of the axes that `"..."` absorbs in an array of shape `x_shape`."""
+    if ELLIPSIS not in shape:
+        return ()
+    i = shape.index(ELLIPSIS)
+    return tuple(x_shape[i : len(x_shape) - (len(shape) - i - 1)])

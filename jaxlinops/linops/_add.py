@@ -1,0 +1,42 @@
+"""`Add`: the sum of operators with the same input and output dims."""
+
+from __future__ import annotations
+
+import jax
+
+from .._dims import Dims
+from .._linop import NamedLinop
+from ._containers import add_all, as_linops, call_adjoint, consistent_size, most_specific, unify
+
+
+class Add(NamedLinop):
+    r"""$(A_1 + \dots + A_n) x$; every $A_i$ maps `ishape -> oshape`."""
+
+    linops: tuple[NamedLinop, ...]
+
+    def __init__(self, *linops: NamedLinop):
+        self.linops = unify("Add", as_linops("Add", linops))
+
+    @property
+    def ishape(self) -> Dims:
+        return most_specific(self.linops).ishape
+
+    @property
+    def oshape(self) -> Dims:
+        return most_specific(self.linops).oshape
+
+    @property
+    def children(self) -> tuple[NamedLinop, ...]:
+        return self.linops
+
+    def apply(self, x: jax.Array) -> jax.Array:
+        return add_all([op(x) for op in self.linops])
+
+    def apply_adjoint(self, y: jax.Array) -> jax.Array:
+        return add_all([call_adjoint(op, y) for op in self.linops])
+
+    def adjoint(self) -> NamedLinop:
+        return Add(*(op.adjoint() for op in self.linops))
+
+    def size(self, dim: str) -> int | None:
+        return consistent_size("Add", self.linops, dim)

@@ -1,0 +1,41 @@
+"""`Adjoint`: the conjugate transpose of an operator that has no specialised adjoint."""
+
+from __future__ import annotations
+
+import jax
+
+from .._dims import Dims
+from .._linop import NamedLinop
+
+
+class Adjoint(NamedLinop):
+    r"""$A^H$ for a wrapped operator $A$: `oshape -> ishape` of $A$.
+
+    `Adjoint(A).H` returns `A` itself, so `A.H.H == A`.
+    """
+
+    linop: NamedLinop
+
+    @property
+    def ishape(self) -> Dims:
+        return self.linop.oshape
+
+    @property
+    def oshape(self) -> Dims:
+        return self.linop.ishape
+
+    @property
+    def name(self) -> str:
+        return f"{self.linop.name}.H"
+
+    def apply(self, x: jax.Array) -> jax.Array:
+        return self.linop.apply_adjoint(x)
+
+    def apply_adjoint(self, y: jax.Array) -> jax.Array:
+        return self.linop.apply(y)
+
+    def adjoint(self) -> NamedLinop:
+        return self.linop
+
+    def size(self, dim: str) -> int | None:
+        return self.linop.size(dim)

@@ -1,0 +1,89 @@
+"""Shape bookkeeping shared by the container operators (Chain, Add, Concat, Stack)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import jax
+
+from .._arrays import promote
+from .._dims import fmt, has_wildcards, resolve, shapes_match
+from .._linop import NamedLinop, check_input, rename
+
+
+def as_linops(name: str, linops: Sequence) -> tuple[NamedLinop, ...]:
+    """Validate a container's children: at least one, all NamedLinops."""
+    if not linops:
+        raise ValueError(f"`{name}` needs at least one operator; got none.")
+    for i, op in enumerate(linops):
+        if not isinstance(op, NamedLinop):
+            raise TypeError(
+                f"`{name}` takes NamedLinops; argument {i} is a {type(op).__name__}."
+            )
+    return tuple(linops)
+
+
+def resolve_side(op: NamedLinop, side: str, target) -> NamedLinop:
+    """Substitute `op`'s wildcards on `side` ("ishape"/"oshape") with dims of `target`."""
+    sub = resolve(getattr(op, side), target)
+    return rename(op, sub) if sub else op
+
+
+def most_specific(linops: Sequence[NamedLinop]) -> NamedLinop:
+    """The first child whose shapes have no wildcards (else the first child)."""
+    for op in linops:
+        if not has_wildcards(op.ishape + op.oshape):
+            return op
+    return linops[0]
+
+
+def unify(name: str, linops: Sequence[NamedLinop]) -> tuple[NamedLinop, ...]:
+    """Give parallel children (same input, same output) the same shapes.
+
+    Wildcards of each child are resolved against the most specific child; shapes that
+    still differ raise a ValueError naming both children.
+    """
+    ref = most_specific(linops)
+    out = []
+    for i, op in enumerate(linops):
+        op = resolve_side(resolve_side(op, "ishape", ref.ishape), "oshape", ref.oshape)
+        for side in ("ishape", "oshape"):
+            if not shapes_match(getattr(op, side), getattr(ref, side)):
+                raise ValueError(
+                    f"`{name}` requires all operators to share {side}; operator {i} "
+                    f"({op.name}) has {fmt(getattr(op, side))} but {ref.name} has "
+                    f"{fmt(getattr(ref, side))}."
+                )
+        out.append(op)
+    return tuple(out)
+
+
+def consistent_size(name: str, linops: Sequence[NamedLinop], dim: str) -> int | None:
+    """The size the children agree on for `dim`; a ValueError if two disagree."""
+    found = None
+    for op in linops:
+        s = op.size(dim)
+        if s is None:
+            continue
+        if found is not None and s != found:
+            raise ValueError(
+                f"`{name}`: conflicting sizes {found} and {s} for dim {dim!r} "
+                f"(the second from {op.name})."
+            )
+        found = s
+    return found
+
+
+def call_adjoint(op: NamedLinop, y: jax.Array) -> jax.Array:
+    """$A^H y$ with the same input checks as `A.H(y)`, without building `A.H`."""
+    check_input(op, op.oshape, y)
+    return op.apply_adjoint(y)
+
+
+def add_all(arrays: Sequence[jax.Array]) -> jax.Array:
+    """Sum arrays of possibly different dtypes (explicit promotion)."""
+    arrays = promote(*arrays)
+    total = arrays[0]
+    for a in arrays[1:]:
+        total = total + a
+    return total

@@ -1,0 +1,183 @@
+"""`Dense`: a tensor contraction (matrix multiplication over named dims)."""
+
+from __future__ import annotations
+
+import string
+
+import jax
+import jax.numpy as jnp
+
+from .._arrays import as_array, promote
+from .._dims import ELLIPSIS, Dims, DimsLike, Dim, as_dims, fmt
+from .._linop import NamedLinop, dims_field, normal_renaming
+from ._identity import Identity
+
+_LETTERS = string.ascii_letters
+
+
+class Dense(NamedLinop):
+    r"""$y[\mathrm{oshape}] = \sum W[\mathrm{weightshape}]\, x[\mathrm{ishape}]$.
+
+    The sum runs over the dims of `weightshape` that are in `ishape` but not `oshape`;
+    dims in all three shapes are batch dims (one matrix per entry). Example: a matrix
+    `W` of shape (M, N) is `Dense(W, "MN", "N", "M")`; coil maps `S` of shape
+    (C, Nx, Ny) are `Dense(S, "CNxNy", "NxNy", "CNxNy")`.
+
+    `Dense(W)` infers shapes as torchlinops does: the last weight axis is the input dim,
+    the second-to-last the output dim, leading axes batch dims, all named by wildcards.
+    """
+
+    weight: jax.Array
+    weightshape: Dims = dims_field()
+    ishape: Dims = dims_field()
+    oshape: Dims = dims_field()
+    broadcast_dims: Dims = dims_field()
+
+    def __init__(
+        self,
+        weight,
+        weightshape: DimsLike = None,
+        ishape: DimsLike = None,
+        oshape: DimsLike = None,
+        broadcast_dims: DimsLike = None,
+    ):
+        """**Arguments:**
+
+        - `weight`: the array $W$, one axis per dim of `weightshape`.
+        - `weightshape`, `ishape`, `oshape`: dims of the weight, the input and the output;
+          give all three or none (then they are inferred from `weight.ndim`).
+        - `broadcast_dims`: weight dims stored with size 1 that broadcast over input and
+          output (they must be in both `ishape` and `oshape`).
+        """
+        self.weight = as_array(weight, "`Dense(weight=...)`")
+        given = [s is not None for s in (weightshape, ishape, oshape)]
+        if any(given) and not all(given):
+            raise ValueError(
+                "`Dense` takes weightshape, ishape and oshape together, or none of them "
+                f"(to infer them); got weightshape={weightshape!r}, ishape={ishape!r}, "
+                f"oshape={oshape!r}."
+            )
+        if not any(given):
+            weightshape, ishape, oshape = _inferred_shapes(self.weight.ndim)
+        self.weightshape = as_dims(weightshape)
+        self.ishape = as_dims(ishape)
+        self.oshape = as_dims(oshape)
+        self.broadcast_dims = as_dims(broadcast_dims)
+
+    @classmethod
+    def from_einstr(cls, weight, einstr: str, broadcast_dims: DimsLike = None) -> Dense:
+        """`Dense.from_einstr(W, "MN,N->M")`: shapes given as `"weight,input->output"`."""
+        try:
+            lhs, oshape = einstr.split("->")
+            weightshape, ishape = lhs.split(",")
+        except ValueError:
+            raise ValueError(
+                f"`Dense.from_einstr` expects 'weightshape,ishape->oshape'; got {einstr!r}."
+            ) from None
+        return cls(weight, Dim(weightshape), Dim(ishape), Dim(oshape), broadcast_dims)
+
+    def __check_init__(self):
+        _check_shapes(self)
+
+    def size(self, dim: str) -> int | None:
+        if dim in self.weightshape and dim not in self.broadcast_dims:
+            return self.weight.shape[self.weightshape.index(dim)]
+        return None
+
+    def _weight(self) -> tuple[jax.Array, Dims]:
+        """The weight with broadcast axes dropped, and its dims."""
+        axes = tuple(i for i, d in enumerate(self.weightshape) if d in self.broadcast_dims)
+        dims = tuple(d for d in self.weightshape if d not in self.broadcast_dims)
+        return jnp.squeeze(self.weight, axes), dims
+
+    def _contract(self, x: jax.Array, conj: bool, src: Dims, dst: Dims) -> jax.Array:
+        w, wdims = self._weight()
+        w = jnp.conj(w) if conj else w
+        letters = _letters(src + wdims + dst)
+        spec = f"{letters(src)},{letters(wdims)}->{letters(dst)}"
+        x, w = promote(x, w)
+        return jnp.einsum(spec, x, w, precision=jax.lax.Precision.HIGHEST)
+
+    def apply(self, x: jax.Array) -> jax.Array:
+        return self._contract(x, False, self.ishape, self.oshape)
+
+    def apply_adjoint(self, y: jax.Array) -> jax.Array:
+        return self._contract(y, True, self.oshape, self.ishape)
+
+    def adjoint(self) -> NamedLinop:
+        return Dense(
+            jnp.conj(self.weight), self.weightshape, self.oshape, self.ishape,
+            self.broadcast_dims,
+        )
+
+    def normal(self, inner: NamedLinop | None = None) -> NamedLinop:
+        r"""Without `inner`: one Dense with the Gram weight $\sum_{out} \bar W W$."""
+        if inner is not None and not (
+            isinstance(inner, Identity) and inner.ishape == inner.oshape
+        ):
+            return super().normal(inner)
+        rn = normal_renaming(self)
+        w, wdims = self._weight()
+        contracted = [d for d in wdims if d in self.ishape and d not in self.oshape]
+        batch = [d for d in wdims if d in self.ishape and d in self.oshape]
+        left = tuple(rn[d] if d in contracted else d for d in wdims)
+        gram_dims = tuple(batch) + tuple(rn[d] for d in contracted) + tuple(contracted)
+        letters = _letters(left + wdims + gram_dims)
+        spec = f"{letters(left)},{letters(wdims)}->{letters(gram_dims)}"
+        gram = jnp.einsum(spec, jnp.conj(w), w, precision=jax.lax.Precision.HIGHEST)
+        oshape = tuple(rn[d] if d in contracted else d for d in self.ishape)
+        return Dense(gram, gram_dims, self.ishape, oshape)
+
+
+def _inferred_shapes(ndim: int) -> tuple[Dims, Dims, Dims]:
+    if ndim < 2:
+        raise ValueError(
+            f"`Dense(weight)` infers shapes only for weights with at least 2 axes; got "
+            f"{ndim}. Pass weightshape, ishape and oshape."
+        )
+    wdims = ("()",) + tuple(f"({k})" for k in range(1, ndim))
+    batch = wdims[:-2]
+    return wdims, batch + wdims[-1:], batch + wdims[-2:-1]
+
+
+def _letters(dims: Dims):
+    """A function mapping a dims tuple to an einsum subscript string."""
+    table: dict[str, str] = {}
+    for d in dims:
+        if d != ELLIPSIS and d not in table:
+            if len(table) == len(_LETTERS):
+                raise ValueError(f"`Dense`: too many distinct dims ({len(_LETTERS)} max).")
+            table[d] = _LETTERS[len(table)]
+    return lambda shape: "".join("..." if d == ELLIPSIS else table[d] for d in shape)
+
+
+def _check_shapes(op: Dense) -> None:
+    ws, ish, osh = op.weightshape, op.ishape, op.oshape
+    where = f"`Dense({fmt(ws)}: {fmt(ish)} -> {fmt(osh)})`"
+    if op.weight.ndim != len(ws):
+        raise ValueError(
+            f"{where}: weight has {op.weight.ndim} axes (shape {tuple(op.weight.shape)}) "
+            f"but weightshape names {len(ws)} dims."
+        )
+    if ELLIPSIS in ws or (ELLIPSIS in ish) != (ELLIPSIS in osh):
+        raise ValueError(f"{where}: '...' may appear only in both ishape and oshape.")
+    for name, shape in (("weightshape", ws), ("ishape", ish), ("oshape", osh)):
+        if len(set(shape)) != len(shape):
+            raise ValueError(f"{where}: {name} repeats a dim.")
+    rules = (
+        (ws, set(ish) | set(osh), "weight dim {} is in neither ishape nor oshape"),
+        (ish, set(ws) | set(osh), "input dim {} is in neither weightshape nor oshape"),
+        (osh, set(ws) | set(ish), "output dim {} is in neither weightshape nor ishape"),
+    )
+    for shape, allowed, msg in rules:
+        for d in shape:
+            if d != ELLIPSIS and d not in allowed:
+                raise ValueError(f"{where}: {msg.format(repr(d))}.")
+    for d in op.broadcast_dims:
+        if d not in ws or d not in ish or d not in osh:
+            raise ValueError(
+                f"{where}: broadcast dim {d!r} must be in weightshape, ishape and oshape."
+            )
+        n = op.weight.shape[ws.index(d)]
+        if n != 1:
+            raise ValueError(f"{where}: broadcast dim {d!r} has weight size {n}, not 1.")

@@ -1,0 +1,123 @@
+"""`Identity`, `ShapeSpec` (an identity that renames dims) and `Zero`."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import jax
+import jax.numpy as jnp
+
+from .._arrays import batch_shape_of, dim_sizes
+from .._dims import ELLIPSIS, Dims, DimsLike, as_dims, fmt
+from .._linop import NamedLinop, dims_field
+
+
+def _same_rank(name: str, ishape: Dims, oshape: Dims) -> None:
+    if len(ishape) != len(oshape) or (ELLIPSIS in ishape) != (ELLIPSIS in oshape):
+        raise ValueError(
+            f"`{name}` maps each input dim to one output dim; got ishape {fmt(ishape)} and "
+            f"oshape {fmt(oshape)} of different lengths."
+        )
+
+
+class Identity(NamedLinop):
+    r"""$y = x$. With an `oshape` different from `ishape` it renames dims position-wise."""
+
+    ishape: Dims = dims_field()
+    oshape: Dims = dims_field()
+
+    def __init__(self, ishape: DimsLike = None, oshape: DimsLike = None):
+        """**Arguments:**
+
+        - `ishape`: input dims (default `"..."`).
+        - `oshape`: output dims, same length as `ishape` (default: `ishape`).
+        """
+        self.ishape = as_dims(ishape, "...")
+        self.oshape = self.ishape if oshape is None else as_dims(oshape)
+
+    def __check_init__(self):
+        _same_rank("Identity", self.ishape, self.oshape)
+
+    @property
+    def name(self) -> str:
+        return "Identity" if self.ishape == self.oshape else "ShapeSpec"
+
+    def apply(self, x: jax.Array) -> jax.Array:
+        return x
+
+    def apply_adjoint(self, y: jax.Array) -> jax.Array:
+        return y
+
+    def adjoint(self) -> NamedLinop:
+        return Identity(self.oshape, self.ishape)
+
+    def normal(self, inner: NamedLinop | None = None) -> NamedLinop:
+        if inner is None:
+            return Identity(self.ishape)
+        return super().normal(inner)
+
+
+def ShapeSpec(ishape: DimsLike, oshape: DimsLike) -> Identity:
+    """An identity that renames dims: `ShapeSpec("NxNy", "KxKy")` maps (Nx, Ny) -> (Kx, Ky)."""
+    return Identity(ishape, oshape)
+
+
+class Zero(NamedLinop):
+    r"""$y = 0$, an array laid out by `oshape`.
+
+    Output dims that are not input dims take their sizes from `sizes`.
+    """
+
+    ishape: Dims = dims_field()
+    oshape: Dims = dims_field()
+    sizes: tuple[tuple[str, int], ...] = dims_field("pairs")
+
+    def __init__(
+        self,
+        ishape: DimsLike = None,
+        oshape: DimsLike = None,
+        sizes: Mapping[str, int] | None = None,
+    ):
+        """**Arguments:**
+
+        - `ishape`: input dims (default `"..."`).
+        - `oshape`: output dims (default: `ishape`).
+        - `sizes`: sizes of dims that the input does not determine, e.g. `{"M": 5}`.
+        """
+        self.ishape = as_dims(ishape, "...")
+        self.oshape = self.ishape if oshape is None else as_dims(oshape)
+        self.sizes = tuple((d, int(n)) for d, n in (sizes or {}).items())
+
+    def __check_init__(self):
+        if (ELLIPSIS in self.ishape) != (ELLIPSIS in self.oshape):
+            raise ValueError(
+                f"`Zero`: '...' must be in both ishape and oshape or in neither; got "
+                f"{fmt(self.ishape)} -> {fmt(self.oshape)}."
+            )
+        missing = set(self.oshape) - set(self.ishape) - set(dict(self.sizes)) - {ELLIPSIS}
+        missing |= set(self.ishape) - set(self.oshape) - set(dict(self.sizes)) - {ELLIPSIS}
+        if missing:
+            raise ValueError(
+                f"`Zero({fmt(self.ishape)} -> {fmt(self.oshape)})` needs the sizes of dims "
+                f"{sorted(missing)}, which its input or output does not determine: pass "
+                f"`sizes={{...}}`."
+            )
+
+    def size(self, dim: str) -> int | None:
+        return dict(self.sizes).get(dim)
+
+    def _zeros(self, x: jax.Array, src: Dims, dst: Dims) -> jax.Array:
+        known = {**dict(self.sizes), **dim_sizes(src, x.shape)}
+        shape = []
+        for d in dst:
+            shape.extend(batch_shape_of(src, x.shape) if d == ELLIPSIS else (known[d],))
+        return jnp.zeros(tuple(shape), x.dtype)
+
+    def apply(self, x: jax.Array) -> jax.Array:
+        return self._zeros(x, self.ishape, self.oshape)
+
+    def apply_adjoint(self, y: jax.Array) -> jax.Array:
+        return self._zeros(y, self.oshape, self.ishape)
+
+    def adjoint(self) -> NamedLinop:
+        return Zero(self.oshape, self.ishape, dict(self.sizes))

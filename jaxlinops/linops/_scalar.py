@@ -1,0 +1,60 @@
+"""`Scalar`: multiplication by one number."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from .._arrays import as_array, promote
+from .._dims import Dims, DimsLike, as_dims
+from .._linop import NamedLinop, dims_field
+
+
+class Scalar(NamedLinop):
+    r"""$y = c\,x$ for a scalar $c$ (real or complex), mapping `ioshape -> ioshape`.
+
+    Built by `c * A`, `A * c` and `-A`. Adjoint: $\bar c$; normal: $|c|^2$.
+    """
+
+    weight: jax.Array
+    ioshape: Dims = dims_field()
+
+    def __init__(self, weight, ioshape: DimsLike = None):
+        """**Arguments:**
+
+        - `weight`: a Python number or 0-d array $c$.
+        - `ioshape`: the dims of input and output (default `"..."`: any array).
+        """
+        self.weight = as_array(weight, "`Scalar(weight=...)`")
+        self.ioshape = as_dims(ioshape, "...")
+
+    def __check_init__(self):
+        if self.weight.ndim != 0:
+            raise ValueError(
+                f"`Scalar(weight=...)` expects a 0-d weight; got shape "
+                f"{tuple(self.weight.shape)}. Use `Diagonal` for an array of weights."
+            )
+
+    @property
+    def ishape(self) -> Dims:
+        return self.ioshape
+
+    @property
+    def oshape(self) -> Dims:
+        return self.ioshape
+
+    def apply(self, x: jax.Array) -> jax.Array:
+        w, x = promote(self.weight, x)
+        return w * x
+
+    def apply_adjoint(self, y: jax.Array) -> jax.Array:
+        w, y = promote(jnp.conj(self.weight), y)
+        return w * y
+
+    def adjoint(self) -> NamedLinop:
+        return Scalar(jnp.conj(self.weight), self.ioshape)
+
+    def normal(self, inner: NamedLinop | None = None) -> NamedLinop:
+        if inner is None:
+            return Scalar(jnp.abs(self.weight) ** 2, self.ioshape)
+        return super().normal(inner)
