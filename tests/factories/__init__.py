@@ -1,0 +1,3 @@
+"""Operator factories for the contract tests; importing this package registers them all."""
+
+from . import core  # noqa: F401
