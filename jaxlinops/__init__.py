@@ -10,8 +10,8 @@ from . import testing as testing
 from ._dims import Dim as Dim, Dims as Dims, next_unused as next_unused
 from ._linop import NamedLinop as NamedLinop, dims_field as dims_field, rename as rename
 from .linops import (
-    Adjoint as Adjoint,
     Add as Add,
+    Adjoint as Adjoint,
     Chain as Chain,
     Dense as Dense,
     Diagonal as Diagonal,

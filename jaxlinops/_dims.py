@@ -12,10 +12,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Union
 
 Dims = tuple[str, ...]
-DimsLike = Union[str, Sequence[str], None]
+DimsLike = str | Sequence[str] | None
 
 ELLIPSIS = "..."
 ANY = "()"

@@ -10,9 +10,8 @@ jax.config.update("jax_enable_x64", True)
 jax.config.update("jax_numpy_rank_promotion", "raise")
 jax.config.update("jax_numpy_dtype_promotion", "strict")
 
-import pytest  # noqa: E402
-
 import helpers  # noqa: E402
+import pytest  # noqa: E402
 
 
 @pytest.fixture

@@ -41,7 +41,9 @@ def rand(key, shape, dtype=jnp.complex128):
     if jnp.issubdtype(dtype, jnp.complexfloating):
         k1, k2 = jax.random.split(key)
         real = jnp.finfo(dtype).dtype
-        return jax.lax.complex(jax.random.normal(k1, shape, real), jax.random.normal(k2, shape, real))
+        return jax.lax.complex(
+            jax.random.normal(k1, shape, real), jax.random.normal(k2, shape, real)
+        )
     return jax.random.normal(key, shape, dtype)
 
 

@@ -8,8 +8,8 @@ matrix built column by column for gradients, and finite differences for weight g
 import equinox as eqx
 import factories  # noqa: F401  (registers the operators)
 import jax
-import jax.test_util
 import jax.numpy as jnp
+import jax.test_util
 import numpy as np
 import pytest
 from helpers import DTYPES, OPERATOR_FACTORIES, KeyGen, assert_close, dense_matrix, rand

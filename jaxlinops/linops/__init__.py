@@ -1,7 +1,7 @@
 """The operator catalogue; every name here is re-exported from `jaxlinops`."""
 
-from ._adjoint import Adjoint as Adjoint
 from ._add import Add as Add
+from ._adjoint import Adjoint as Adjoint
 from ._chain import Chain as Chain
 from ._dense import Dense as Dense
 from ._diagonal import Diagonal as Diagonal

@@ -17,9 +17,7 @@ def as_linops(name: str, linops: Sequence) -> tuple[NamedLinop, ...]:
         raise ValueError(f"`{name}` needs at least one operator; got none.")
     for i, op in enumerate(linops):
         if not isinstance(op, NamedLinop):
-            raise TypeError(
-                f"`{name}` takes NamedLinops; argument {i} is a {type(op).__name__}."
-            )
+            raise TypeError(f"`{name}` takes NamedLinops; argument {i} is a {type(op).__name__}.")
     return tuple(linops)
 
 

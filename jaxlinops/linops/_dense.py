@@ -8,7 +8,7 @@ import jax
 import jax.numpy as jnp
 
 from .._arrays import as_array, promote
-from .._dims import ELLIPSIS, Dims, DimsLike, Dim, as_dims, fmt
+from .._dims import ELLIPSIS, Dim, Dims, DimsLike, as_dims, fmt
 from .._linop import NamedLinop, dims_field, normal_renaming
 from ._identity import Identity
 
@@ -106,15 +106,16 @@ class Dense(NamedLinop):
 
     def adjoint(self) -> NamedLinop:
         return Dense(
-            jnp.conj(self.weight), self.weightshape, self.oshape, self.ishape,
+            jnp.conj(self.weight),
+            self.weightshape,
+            self.oshape,
+            self.ishape,
             self.broadcast_dims,
         )
 
     def normal(self, inner: NamedLinop | None = None) -> NamedLinop:
         r"""Without `inner`: one Dense with the Gram weight $\sum_{out} \bar W W$."""
-        if inner is not None and not (
-            isinstance(inner, Identity) and inner.ishape == inner.oshape
-        ):
+        if inner is not None and not (isinstance(inner, Identity) and inner.ishape == inner.oshape):
             return super().normal(inner)
         rn = normal_renaming(self)
         w, wdims = self._weight()

@@ -1,0 +1,1 @@
+"""The PyTorch bridge for jaxlinops (reserved; built by the interop issue)."""
