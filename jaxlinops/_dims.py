@@ -160,7 +160,7 @@ def _match(a: Dims, b: Dims) -> dict | None:
         if i == len(a) and j == len(b):
             result = {}
         elif i < len(a) and a[i] == ELLIPSIS:
-            for k in range(j, len(b) + 1):
+            for k in range(len(b), j - 1, -1):  # longest binding first
                 rest = go(i + 1, k)
                 if rest is not None and _bind(rest, ELLIPSIS, b[j:k]):
                     result = rest

@@ -37,6 +37,8 @@ class NamedLinop(eqx.Module):
     `A.size(dim)` and `A.dims`.
     """
 
+    __array_ufunc__ = None  # numpy defers `array * A` and `array @ A` to us
+
     @abc.abstractmethod
     def apply(self, x: jax.Array) -> jax.Array:
         """$A x$ for `x` laid out by `ishape` (no input checks)."""

@@ -85,3 +85,11 @@ def add_all(arrays: Sequence[jax.Array]) -> jax.Array:
     for a in arrays[1:]:
         total = total + a
     return total
+
+
+def block_apply(x: jax.Array, calls, split=None, join=None) -> jax.Array:
+    """Run one block per call: `split(x)` gives each block its input (else all get `x`),
+    `join(outputs)` assembles the result (else the outputs are summed)."""
+    parts = split(x) if split is not None else [x] * len(calls)
+    outs = [call(p) for call, p in zip(calls, parts)]
+    return join(promote(*outs)) if join is not None else add_all(outs)

@@ -90,3 +90,42 @@ def make_normal_of_chain(getkey, dtype):
     S = jl.Dense(rand(getkey(), (2, 3, 4), dtype), "CNxNy", "NxNy", "CNxNy")
     D = jl.Diagonal(rand(getkey(), (2, 1, 4), dtype), "CNxNy")
     return (D @ S).N, (3, 4)
+
+
+def _blocks(getkey, dtype, n=3):
+    return [jl.Dense(rand(getkey(), (2, 2 + i), dtype), "MN", "N", "M") for i in range(n)]
+
+
+@operator_factory
+def make_concat_horizontal(getkey, dtype):
+    return jl.Concat(*_blocks(getkey, dtype), idim="N"), (9,)
+
+
+@operator_factory
+def make_concat_vertical(getkey, dtype):
+    ops = [jl.Dense(rand(getkey(), (1 + i, 3), dtype), "MN", "N", "M") for i in range(3)]
+    return jl.Concat(*ops, odim="M"), (3,)
+
+
+@operator_factory
+def make_concat_diagonal(getkey, dtype):
+    ops = [jl.Dense(rand(getkey(), (2, 4, 1 + i), dtype), "CMN", "CN", "CM") for i in range(2)]
+    return jl.Concat(*ops, idim="N", odim="M"), (2, 3)
+
+
+@operator_factory
+def make_stack_horizontal(getkey, dtype):
+    ops = [jl.Dense(rand(getkey(), (2, 3), dtype), "MN", "N", "M") for _ in range(3)]
+    return jl.Stack(*ops, idim_and_idx=("L", 0)), (3, 3)
+
+
+@operator_factory
+def make_stack_vertical(getkey, dtype):
+    ops = [jl.Diagonal(rand(getkey(), (4,), dtype), "...N") for _ in range(2)]
+    return jl.Stack(*ops, odim_and_idx=("L", -1)), (3, 4)
+
+
+@operator_factory
+def make_stack_diagonal(getkey, dtype):
+    ops = [jl.Dense(rand(getkey(), (2, 3), dtype), "MN", "N", "M") for _ in range(2)]
+    return jl.Stack(*ops, idim_and_idx=("L", 1), odim_and_idx=("L", 0)), (3, 2)

@@ -1,0 +1,94 @@
+"""`Concat`: block operators along an existing dim."""
+
+from __future__ import annotations
+
+import itertools
+
+import jax.numpy as jnp
+
+from .._dims import Dims, axis_of, fmt
+from .._linop import NamedLinop, dims_field
+from ._blocks import AbstractBlocks
+from ._containers import as_linops, consistent_size, most_specific, unify
+
+
+def _one_dim(name: str, dim) -> Dims:
+    if dim is None:
+        return ()
+    if not isinstance(dim, str):
+        raise TypeError(f"`{name}` expects a dim name, got {type(dim).__name__} {dim!r}.")
+    return (dim,)
+
+
+class Concat(AbstractBlocks):
+    r"""Block operator along an existing dim.
+
+    - `idim` only (horizontal): $y = \sum_i A_i x_i$, $x = [x_1; \dots; x_n]$ split along
+      `idim`;
+    - `odim` only (vertical): $y = [A_1 x; \dots; A_n x]$ concatenated along `odim`;
+    - both (block diagonal): $y = [A_1 x_1; \dots; A_n x_n]$.
+
+    Every child maps the same `ishape -> oshape` and reports `size` for the concatenated
+    dims.
+    """
+
+    linops: tuple[NamedLinop, ...]
+    idim: Dims = dims_field()
+    odim: Dims = dims_field()
+
+    def __init__(self, *linops: NamedLinop, idim: str | None = None, odim: str | None = None):
+        """**Arguments:**
+
+        - `linops`: the blocks, all with the same `ishape` and `oshape`.
+        - `idim`: the input dim along which the input is split between blocks.
+        - `odim`: the output dim along which block outputs are concatenated.
+        """
+        self.linops = unify("Concat", as_linops("Concat", linops))
+        self.idim = _one_dim("Concat(idim=...)", idim)
+        self.odim = _one_dim("Concat(odim=...)", odim)
+
+    def __check_init__(self):
+        if not self.idim and not self.odim:
+            raise ValueError("`Concat` needs `idim`, `odim` or both; got neither.")
+        for d in self.idim:
+            _check_concat_dim(self.linops, d, self.ishape, "ishape")
+        for d in self.odim:
+            _check_concat_dim(self.linops, d, self.oshape, "oshape")
+
+    @property
+    def ishape(self) -> Dims:
+        return most_specific(self.linops).ishape
+
+    @property
+    def oshape(self) -> Dims:
+        return most_specific(self.linops).oshape
+
+    def size(self, dim: str) -> int | None:
+        if dim in self.idim or dim in self.odim:
+            return sum(op.size(dim) for op in self.linops)
+        return consistent_size("Concat", self.linops, dim)
+
+    def _splitter(self, dim: str, shape: Dims, n: int):
+        bounds = list(itertools.accumulate(op.size(dim) for op in self.linops))
+        return lambda v: jnp.split(v, bounds[:-1], axis=axis_of(shape, dim))
+
+    def _joiner(self, dim: str, shape: Dims):
+        return lambda outs: jnp.concatenate(outs, axis=axis_of(shape, dim))
+
+    def adjoint(self) -> NamedLinop:
+        return Concat(
+            *(op.adjoint() for op in self.linops),
+            idim=self.odim[0] if self.odim else None,
+            odim=self.idim[0] if self.idim else None,
+        )
+
+
+def _check_concat_dim(linops, dim: str, shape: Dims, side: str) -> None:
+    if dim not in shape:
+        raise ValueError(f"`Concat`: dim {dim!r} is not in the children's {side} {fmt(shape)}.")
+    for i, op in enumerate(linops):
+        if op.size(dim) is None:
+            raise ValueError(
+                f"`Concat`: operator {i} ({op.name}) has an undefined size for the "
+                f"concatenated dim {dim!r}; every block must fix its size."
+            )

@@ -1,0 +1,97 @@
+"""`Stack`: block operators along a new dim."""
+
+from __future__ import annotations
+
+import equinox as eqx
+import jax.numpy as jnp
+
+from .._dims import Dims, axis_of, fmt
+from .._linop import NamedLinop, dims_field
+from ._blocks import AbstractBlocks
+from ._concat import _one_dim
+from ._containers import as_linops, consistent_size, most_specific, unify
+
+
+def _insert(shape: Dims, dim: Dims, idx: int) -> Dims:
+    if not dim:
+        return shape
+    n = len(shape) + 1
+    pos = idx + n if idx < 0 else idx
+    return shape[:pos] + dim + shape[pos:]
+
+
+class Stack(AbstractBlocks):
+    r"""Block operator along a new dim, one block per index of that dim.
+
+    - `idim_and_idx` only: $y = \sum_i A_i x[i]$;
+    - `odim_and_idx` only: $y[i] = A_i x$;
+    - both: $y[i] = A_i x[i]$ (block diagonal).
+
+    The new dim is inserted into the children's shapes at the given index.
+    """
+
+    linops: tuple[NamedLinop, ...]
+    idim: Dims = dims_field()
+    odim: Dims = dims_field()
+    iidx: int = eqx.field(static=True)
+    oidx: int = eqx.field(static=True)
+
+    def __init__(
+        self,
+        *linops: NamedLinop,
+        idim_and_idx: tuple[str, int] | None = None,
+        odim_and_idx: tuple[str, int] | None = None,
+    ):
+        """**Arguments:**
+
+        - `linops`: the blocks, all with the same `ishape` and `oshape`.
+        - `idim_and_idx`: `(dim, index)`: a new input dim at position `index` of `ishape`.
+        - `odim_and_idx`: `(dim, index)`: a new output dim at position `index` of `oshape`.
+        """
+        self.linops = unify("Stack", as_linops("Stack", linops))
+        idim, self.iidx = idim_and_idx or (None, 0)
+        odim, self.oidx = odim_and_idx or (None, 0)
+        self.idim = _one_dim("Stack(idim_and_idx=...)", idim)
+        self.odim = _one_dim("Stack(odim_and_idx=...)", odim)
+
+    def __check_init__(self):
+        if not self.idim and not self.odim:
+            raise ValueError("`Stack` needs `idim_and_idx`, `odim_and_idx` or both; got neither.")
+        child = most_specific(self.linops)
+        for dim, idx, shape in (
+            (self.idim, self.iidx, child.ishape),
+            (self.odim, self.oidx, child.oshape),
+        ):
+            if dim and dim[0] in shape:
+                raise ValueError(f"`Stack`: the new dim {dim[0]!r} is already in {fmt(shape)}.")
+            if dim and not -len(shape) - 1 <= idx <= len(shape):
+                raise ValueError(
+                    f"`Stack`: index {idx} for the new dim {dim[0]!r} is out of range for "
+                    f"{fmt(shape)}."
+                )
+
+    @property
+    def ishape(self) -> Dims:
+        return _insert(most_specific(self.linops).ishape, self.idim, self.iidx)
+
+    @property
+    def oshape(self) -> Dims:
+        return _insert(most_specific(self.linops).oshape, self.odim, self.oidx)
+
+    def size(self, dim: str) -> int | None:
+        if dim in self.idim or dim in self.odim:
+            return len(self.linops)
+        return consistent_size("Stack", self.linops, dim)
+
+    def _splitter(self, dim: str, shape: Dims, n: int):
+        return lambda v: [jnp.take(v, i, axis=axis_of(shape, dim)) for i in range(n)]
+
+    def _joiner(self, dim: str, shape: Dims):
+        return lambda outs: jnp.stack(outs, axis=axis_of(shape, dim))
+
+    def adjoint(self) -> NamedLinop:
+        return Stack(
+            *(op.adjoint() for op in self.linops),
+            idim_and_idx=(self.odim[0], self.oidx) if self.odim else None,
+            odim_and_idx=(self.idim[0], self.iidx) if self.idim else None,
+        )
