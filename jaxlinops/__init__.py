@@ -6,18 +6,32 @@ compose them with `@`, and use `A.H` (adjoint) and `A.N` (normal).
 
 from importlib.metadata import PackageNotFoundError, version
 
-from . import testing as testing
+from . import functional as functional, testing as testing
 from ._dims import Dim as Dim, Dims as Dims, next_unused as next_unused
 from ._linop import NamedLinop as NamedLinop, dims_field as dims_field, rename as rename
 from .linops import (
+    FFT as FFT,
     Add as Add,
     Adjoint as Adjoint,
     Chain as Chain,
+    Concat as Concat,
+    Convolution as Convolution,
+    Crop as Crop,
     Dense as Dense,
     Diagonal as Diagonal,
     Identity as Identity,
+    Pad as Pad,
+    PadDim as PadDim,
+    Rearrange as Rearrange,
+    Repeat as Repeat,
+    Sampling as Sampling,
     Scalar as Scalar,
     ShapeSpec as ShapeSpec,
+    SimpleLinop as SimpleLinop,
+    Stack as Stack,
+    SumReduce as SumReduce,
+    ToDevice as ToDevice,
+    Truncate as Truncate,
     Zero as Zero,
 )
 

@@ -247,13 +247,46 @@ def normal_renaming(op: NamedLinop, inner_oshape: Dims | None = None) -> dict[st
     return mapping
 
 
-def default_normal(op: NamedLinop, inner: NamedLinop | None = None) -> NamedLinop:
-    """`Chain(op, inner, renamed op.H)`: $A^H \\, \\mathrm{inner} \\, A$."""
+def normal_oshape(op: NamedLinop, inner_oshape: Dims | None = None) -> Dims:
+    """The output dims of `op`'s normal: `ishape` renamed by `normal_renaming`."""
+    return substitute(op.ishape, normal_renaming(op, inner_oshape))
+
+
+def with_oshape(op: NamedLinop, oshape: Dims) -> NamedLinop:
+    """`op` followed by an identity renaming its output dims to `oshape` (if needed)."""
     from .linops._chain import Chain
     from .linops._identity import Identity
 
-    if isinstance(inner, Identity) and inner.ishape == inner.oshape:
-        inner = None
+    if op.oshape == oshape:
+        return op
+    if isinstance(op, Identity):
+        return Identity(op.ishape, oshape)
+    return Chain(*op.flatten(), Identity(op.oshape, oshape))
+
+
+def identity_normal(op: NamedLinop) -> NamedLinop:
+    """$A^H A = I$, with the normal's dims: for operators with orthonormal columns."""
+    from .linops._identity import Identity
+
+    return Identity(op.ishape, normal_oshape(op))
+
+
+def default_normal(op: NamedLinop, inner: NamedLinop | None = None) -> NamedLinop:
+    """`Chain(op, inner, renamed op.H)`: $A^H \\, \\mathrm{inner} \\, A$."""
+    from .linops._chain import Chain
+
     post = rename(op.adjoint(), normal_renaming(op, None if inner is None else inner.oshape))
     parts = (op,) if inner is None else (op, *inner.flatten())
     return Chain(*parts, *post.flatten())
+
+
+def fold_normal(op: NamedLinop, inner: NamedLinop | None) -> NamedLinop:
+    """`op.normal(inner)`, except that an `inner` that only renames dims (an `Identity`)
+    is absorbed: $A^H I A = A^H A$, so `op`'s own (specialised) normal is used and its
+    output dims are renamed to what `inner` implies."""
+    from .linops._identity import Identity
+
+    if inner is not None and not isinstance(inner, Identity):
+        return op.normal(inner)
+    oshape = normal_oshape(op, None if inner is None else inner.oshape)
+    return with_oshape(op.normal(), oshape)

@@ -3,6 +3,9 @@
 Each check compares against an independent reference: inner products for the adjoint,
 `jax.linear_transpose`, `A.H(A(x))` for the normal, eager results for jit and vmap, a dense
 matrix built column by column for gradients, and finite differences for weight gradients.
+
+The checks for one operator and dtype run in one test so that compiled functions are
+shared between them (compilation dominates the cost of these small problems).
 """
 
 import equinox as eqx
@@ -12,126 +15,102 @@ import jax.numpy as jnp
 import jax.test_util
 import numpy as np
 import pytest
-from helpers import DTYPES, OPERATOR_FACTORIES, KeyGen, assert_close, dense_matrix, rand
+from helpers import DTYPES, OPERATOR_FACTORIES, KeyGen, assert_close, rand
 
 import jaxlinops as jl
-
-names = sorted(OPERATOR_FACTORIES)
-params = pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: jnp.dtype(d).name)
-ops = pytest.mark.parametrize("name", names)
 
 
 def build(name, dtype, seed=0):
     getkey = KeyGen(seed)
     op, xshape = OPERATOR_FACTORIES[name](getkey, dtype)
     x = rand(getkey(), xshape, dtype)
-    yshape = jax.eval_shape(op, x).shape
-    y = rand(getkey(), yshape, dtype)
+    out = jax.eval_shape(op, x)
+    y = rand(getkey(), out.shape, out.dtype)
     return op, x, y
 
 
-@ops
-@params
-def test_adjoint(name, dtype):
+def check(prop: str, fn, *args):
+    """Run one property check, naming the property if it fails."""
+    try:
+        fn(*args)
+    except AssertionError as e:
+        raise AssertionError(f"[{prop}] {e}") from e
+
+
+def dense_matrix(apply, x) -> np.ndarray:
+    """The operator's matrix from unit inputs, column by column (complex128)."""
+    n = x.size
+    cols = []
+    for j in range(n):
+        e = np.zeros(n, x.dtype)
+        e[j] = 1
+        cols.append(np.asarray(apply(jnp.asarray(e.reshape(x.shape)))).ravel())
+    return np.stack(cols, axis=1).astype(np.complex128)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: jnp.dtype(d).name)
+@pytest.mark.parametrize("name", sorted(OPERATOR_FACTORIES))
+def test_operator_contract(name, dtype):
     op, x, y = build(name, dtype)
-    jl.testing.assert_adjoint(op, x, y)
+    traces = []
 
+    @jax.jit
+    def run(A, v, w):
+        traces.append(1)
+        return A(v), A.H(w), A.N(v)
 
-@ops
-@params
-def test_linear_transpose(name, dtype):
-    op, x, y = build(name, dtype)
-    jl.testing.assert_linear_transpose(op, x, y)
+    # eager results
+    Ax, AHy, ANx = op(x), op.H(y), op.N(x)
 
+    check("adjoint", jl.testing.assert_adjoint, op, x, y)
+    check("linear transpose", jl.testing.assert_linear_transpose, op, x, y)
+    check("normal", lambda: assert_close(ANx, op.H(Ax), dtype))
+    assert op.N.ishape == op.ishape and len(op.N.oshape) == len(op.ishape), "[normal dims]"
+    assert op.H.ishape == op.oshape and op.H.oshape == op.ishape, "[adjoint dims]"
 
-@ops
-@params
-def test_adjoint_of_adjoint(name, dtype):
-    op, x, _ = build(name, dtype)
-    assert eqx.tree_equal(op.H.H, op)
-    assert_close(op.H.H(x), op(x), dtype)
-    assert op.H.ishape == op.oshape and op.H.oshape == op.ishape
+    # A.H.H is A, structurally and numerically
+    assert eqx.tree_equal(op.H.H, op), "[H.H] not structurally equal to the operator"
+    check("H.H", lambda: assert_close(op.H.H(x), Ax, dtype))
 
+    # jit equals eager; new values do not re-trace
+    jAx, jAHy, jANx = run(op, x, y)
+    for prop, got, want in (("jit A", jAx, Ax), ("jit A.H", jAHy, AHy), ("jit A.N", jANx, ANx)):
+        check(prop, assert_close, got, want, dtype)
+    op2, x2, y2 = build(name, dtype, seed=1)
+    run(op2, x2, y2)
+    assert len(traces) == 1, f"[no retrace] traced {len(traces)} times for new values"
 
-@ops
-@params
-def test_normal(name, dtype):
-    op, x, _ = build(name, dtype)
-    jl.testing.assert_normal(op, x)
-    assert op.N.ishape == op.ishape
-    assert len(op.N.oshape) == len(op.ishape)
-
-
-@ops
-@params
-def test_jit_matches_eager(name, dtype):
-    op, x, y = build(name, dtype)
-    assert_close(jax.jit(lambda A, v: A(v))(op, x), op(x), dtype)
-    assert_close(jax.jit(lambda A, v: A.H(v))(op, y), op.H(y), dtype)
-    assert_close(eqx.filter_jit(lambda A, v: A.N(v))(op, x), op.N(x), dtype)
-
-
-@ops
-@params
-def test_vmap_over_extra_axis(name, dtype):
-    op, x, _ = build(name, dtype)
+    # vmap over an extra leading input axis equals a loop
     xs = jnp.stack([x, 2 * x, -x])
-    want = jnp.stack([op(v) for v in xs])
-    assert_close(jax.vmap(op)(xs), want, dtype)
+    got = jax.jit(jax.vmap(lambda v: op(v)))(xs)
+    check("vmap", assert_close, got, jnp.stack([Ax, 2 * Ax, -Ax]), dtype)
 
-
-@ops
-@params
-def test_grad_wrt_input_matches_dense_matrix(name, dtype):
-    op, x, y = build(name, dtype)
-    M = dense_matrix(op, x.shape, dtype)
-    c = np.asarray(y).ravel()
-
-    def f(v):
-        return jnp.real(jnp.vdot(y, op(v)))
-
-    g = np.asarray(jax.grad(f)(x)).ravel()
-    # f(x) = Re(c^H M x). JAX returns df/dRe(x) - i df/dIm(x) = conj(M^H c) for complex x
+    # grad w.r.t. the input against the dense matrix: f(x) = Re(c^H M x).
+    # JAX returns df/dRe(x) - i df/dIm(x) = conj(M^H c) for complex x.
+    M = dense_matrix(lambda v: run(op, v, y)[0], np.asarray(x))
+    c = np.asarray(y).ravel().astype(np.complex128)
+    g = jax.jit(jax.grad(lambda v: jnp.real(jl.testing.inner(y, op(v)))))(x)
     want = np.conj(M.conj().T @ c)
     if not jnp.issubdtype(dtype, jnp.complexfloating):
         want = want.real
-    assert_close(g, want, dtype)
+    check("grad wrt input", assert_close, np.asarray(g).ravel(), want, dtype)
+
+    # inputs are not mutated (numpy inputs are writable)
+    xn, yn = np.array(x), np.array(y)
+    op(xn), op.H(yn), op.N(xn)
+    np.testing.assert_array_equal(xn, np.asarray(x))
+    np.testing.assert_array_equal(yn, np.asarray(y))
 
 
-@ops
+@pytest.mark.parametrize("name", sorted(OPERATOR_FACTORIES))
 def test_grad_wrt_operator_arrays(name):
+    """Gradients w.r.t. every floating-point array of the operator, by finite differences."""
     op, x, y = build(name, jnp.complex128)
     params, static = eqx.partition(op, eqx.is_inexact_array)
     if not jax.tree_util.tree_leaves(params):
         pytest.skip("operator has no floating-point arrays")
 
     def f(p):
-        return jnp.real(jnp.vdot(y, eqx.combine(p, static)(x)))
+        return jnp.real(jl.testing.inner(y, eqx.combine(p, static)(x)))
 
     jax.test_util.check_grads(jax.jit(f), (params,), order=1, modes=("rev",))
-
-
-@ops
-def test_no_retrace_on_new_values(name):
-    op, x, _ = build(name, jnp.complex128)
-    op2, x2, _ = build(name, jnp.complex128, seed=1)
-    traces = []
-
-    @jax.jit
-    def f(A, v):
-        traces.append(1)
-        return A.N(v) + A.H(A(v))
-
-    f(op, x)
-    f(op2, x2)
-    assert len(traces) == 1
-
-
-@ops
-def test_inputs_not_mutated(name):
-    op, x, y = build(name, jnp.complex128)
-    xn, yn = np.array(x), np.array(y)
-    xc, yc = xn.copy(), yn.copy()
-    op(xn), op.H(yn), op.N(xn)
-    np.testing.assert_array_equal(xn, xc)
-    np.testing.assert_array_equal(yn, yc)

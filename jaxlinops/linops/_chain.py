@@ -5,7 +5,7 @@ from __future__ import annotations
 import jax
 
 from .._dims import Dims, fmt, resolve, shapes_match
-from .._linop import NamedLinop, rename
+from .._linop import NamedLinop, fold_normal, rename
 from ._containers import as_linops, call_adjoint, consistent_size
 
 
@@ -54,9 +54,10 @@ class Chain(NamedLinop):
         return Chain(*(op.adjoint() for op in reversed(self.linops)))
 
     def normal(self, inner: NamedLinop | None = None) -> NamedLinop:
-        """Folded from the outside in: `A_1.normal(... A_n.normal(inner))`."""
+        """Folded from the outside in: `A_1.normal(... A_n.normal(inner))`, so each
+        operator can specialise (Dense Gram, Toeplitz NUFFT)."""
         for op in reversed(self.linops):
-            inner = op.normal(inner)
+            inner = fold_normal(op, inner)
         return inner
 
     def size(self, dim: str) -> int | None:

@@ -10,7 +10,6 @@ import jax.numpy as jnp
 from .._arrays import as_array, promote
 from .._dims import ELLIPSIS, Dim, Dims, DimsLike, as_dims, fmt
 from .._linop import NamedLinop, dims_field, normal_renaming
-from ._identity import Identity
 
 _LETTERS = string.ascii_letters
 
@@ -115,7 +114,7 @@ class Dense(NamedLinop):
 
     def normal(self, inner: NamedLinop | None = None) -> NamedLinop:
         r"""Without `inner`: one Dense with the Gram weight $\sum_{out} \bar W W$."""
-        if inner is not None and not (isinstance(inner, Identity) and inner.ishape == inner.oshape):
+        if inner is not None:
             return super().normal(inner)
         rn = normal_renaming(self)
         w, wdims = self._weight()

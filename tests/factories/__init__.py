@@ -1,3 +1,8 @@
 """Operator factories for the contract tests; importing this package registers them all."""
 
-from . import core  # noqa: F401
+from . import (
+    conv_simple,  # noqa: F401
+    core,  # noqa: F401
+    fft_pad,  # noqa: F401
+    sampling_einops,  # noqa: F401
+)

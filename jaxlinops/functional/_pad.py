@@ -1,0 +1,72 @@
+"""Centered zero padding and cropping of the trailing axes of an array."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import jax
+import jax.numpy as jnp
+
+
+def pad_widths(im_size: Sequence[int], pad_im_size: Sequence[int]) -> tuple[tuple[int, int], ...]:
+    """The `(before, after)` zero padding per axis that centers `im_size` in `pad_im_size`.
+
+    The center sample `i // 2` of each image axis lands on the center sample `p // 2` of
+    the padded axis, which is torchlinops' rule: with total padding $t = p - i$, even
+    $t$ pads `(t/2, t/2)`; odd $t$ pads `(t//2 + 1, t//2)` for odd $i$ and
+    `(t//2, t//2 + 1)` for even $i$. Example: `pad_widths((10,), (21,)) == ((5, 6),)`.
+    """
+    return _widths("pad_widths", im_size, pad_im_size)
+
+
+def center_pad(x: jax.Array, im_size: Sequence[int], pad_im_size: Sequence[int]) -> jax.Array:
+    """Zero-pad the last `len(im_size)` axes of `x` from `im_size` to `pad_im_size`, centered.
+
+    Leading axes are batch axes. The inverse (and adjoint) is [`center_crop`][].
+    """
+    _check_trailing("center_pad", x, im_size)
+    widths = _widths("center_pad", im_size, pad_im_size)
+    return jnp.pad(x, ((0, 0),) * (x.ndim - len(widths)) + widths)
+
+
+def center_crop(x: jax.Array, im_size: Sequence[int], crop_im_size: Sequence[int]) -> jax.Array:
+    """Keep the centered `crop_im_size` block of the last `len(im_size)` axes of `x`.
+
+    The adjoint of [`center_pad`][]: `center_crop(center_pad(x, i, p), p, i) == x`.
+    """
+    _check_trailing("center_crop", x, im_size)
+    widths = _widths("center_crop", crop_im_size, im_size, ("crop size", "image size"))
+    index = tuple(slice(before, before + n) for (before, _), n in zip(widths, crop_im_size))
+    return x[(Ellipsis, *index)]
+
+
+def _widths(name: str, small, big, labels=("image size", "padded size")):
+    small, big = check_sizes(name, small, big, labels)
+    return tuple((b // 2 - s // 2, b - s - (b // 2 - s // 2)) for s, b in zip(small, big))
+
+
+def check_sizes(
+    name: str, small: Sequence[int], big: Sequence[int], labels=("image size", "padded size")
+) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """Validate a (small, big) pair of sizes as Python ints; errors name `name`."""
+    small, big = tuple(int(n) for n in small), tuple(int(n) for n in big)
+    if len(small) != len(big):
+        raise ValueError(
+            f"`{name}`: the {labels[0]} and {labels[1]} need the same number of axes; got "
+            f"{labels[0]} {small} and {labels[1]} {big}."
+        )
+    if any(n < 0 for n in small) or any(b < s for s, b in zip(small, big)):
+        raise ValueError(
+            f"`{name}`: each {labels[1]} must be at least the {labels[0]} (and sizes "
+            f"non-negative); got {labels[0]} {small} and {labels[1]} {big}."
+        )
+    return small, big
+
+
+def _check_trailing(name: str, x: jax.Array, size: Sequence[int]) -> None:
+    size = tuple(int(n) for n in size)
+    if x.ndim < len(size) or tuple(x.shape[x.ndim - len(size) :]) != size:
+        raise ValueError(
+            f"`{name}`: expected the last {len(size)} axes of the input to have sizes "
+            f"{size}; got an array of shape {tuple(x.shape)}."
+        )

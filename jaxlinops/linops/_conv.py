@@ -1,0 +1,240 @@
+"""`Convolution`: a single-channel N-d convolution with a zero or periodic boundary."""
+
+from __future__ import annotations
+
+import math
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .._arrays import as_array, promote, right_align
+from .._dims import Dims, DimsLike, as_dims, fmt, next_unused, substitute
+from .._linop import NamedLinop, dims_field, normal_renaming
+
+_PADDING_MODES = ("zeros", "circular")
+_NORMAL_MODES = (None, "conv", "fft")
+_GRID = ("Nx", "Ny", "Nz")
+
+
+class Convolution(NamedLinop):
+    r"""The true convolution $y[n] = \sum_j h[j]\, x[n - j + c]$ with a 1-3D kernel $h$.
+
+    Dims: `batch_shape + in_grid_shape -> batch_shape + out_grid_shape`. The kernel has
+    one axis per grid dim and its centre at $c = k // 2$ on each axis (an even size is
+    padded to odd with a trailing zero); the output has the size of the input ("same").
+    Every leading batch entry is convolved alike (no channel mixing). With
+    `padding_mode="zeros"`, $x$ is zero outside the grid; with `"circular"`, it is
+    periodic. The adjoint is the correlation with $\bar h$ under the same boundary.
+
+    `normal_mode` (circular padding only) selects the normal $A^H A$: `"conv"` gives a
+    circular `Convolution` with the autocorrelation kernel (size $2k - 1$), `"fft"` an
+    operator that multiplies by $|\hat h|^2$ in the Fourier domain; `None` the default.
+    """
+
+    kernel: jax.Array
+    batch_shape: Dims = dims_field()
+    in_grid_shape: Dims = dims_field()
+    out_grid_shape: Dims = dims_field()
+    padding_mode: str = eqx.field(static=True)
+    normal_mode: str | None = eqx.field(static=True)
+    wrap_kernel: bool = eqx.field(static=True)
+
+    def __init__(
+        self,
+        kernel,
+        batch_shape: DimsLike = None,
+        in_grid_shape: DimsLike = None,
+        out_grid_shape: DimsLike = None,
+        padding_mode: str = "zeros",
+        normal_mode: str | None = None,
+        wrap_kernel: bool = False,
+    ):
+        """**Arguments:**
+
+        - `kernel`: the kernel $h$, one axis per grid dim (1 to 3 axes).
+        - `batch_shape`: leading dims convolved alike (default `"..."`).
+        - `in_grid_shape`: the grid dims of the input (default `Nx[, Ny[, Nz]]`).
+        - `out_grid_shape`: the grid dims of the output (default: the input grid dims
+          renamed, `Nx1[, Ny1[, Nz1]]`).
+        - `padding_mode`: `"zeros"` or `"circular"` (periodic boundary).
+        - `normal_mode`: `None`, `"conv"` or `"fft"` (the last two need circular padding).
+        - `wrap_kernel`: in circular mode, accept a kernel larger than the grid and wrap it
+          around periodically. Without it such a kernel raises a ValueError. The
+          autocorrelation kernel of `normal_mode="conv"` uses this.
+        """
+        self.kernel = as_array(kernel, "`Convolution(kernel=...)`")
+        self.batch_shape = as_dims(batch_shape, "...")
+        self.in_grid_shape = as_dims(in_grid_shape, _GRID[: self.kernel.ndim])
+        default_out = tuple(next_unused(d, self.in_grid_shape) for d in self.in_grid_shape)
+        self.out_grid_shape = as_dims(out_grid_shape, default_out)
+        self.padding_mode = padding_mode
+        self.normal_mode = normal_mode
+        self.wrap_kernel = bool(wrap_kernel)
+
+    def __check_init__(self):
+        _check_kernel(self.kernel, self.in_grid_shape, self.out_grid_shape)
+        if self.padding_mode not in _PADDING_MODES:
+            raise ValueError(
+                f"`Convolution(padding_mode=...)` must be one of {_PADDING_MODES}; got "
+                f"{self.padding_mode!r}."
+            )
+        if self.normal_mode not in _NORMAL_MODES:
+            raise ValueError(
+                f"`Convolution(normal_mode=...)` must be one of {_NORMAL_MODES}; got "
+                f"{self.normal_mode!r}."
+            )
+        if self.normal_mode is not None and self.padding_mode != "circular":
+            raise ValueError(
+                f"`Convolution(normal_mode={self.normal_mode!r})` only supports circular "
+                f"padding; got padding_mode={self.padding_mode!r}. Use "
+                f"`padding_mode='circular'` or `normal_mode=None`."
+            )
+
+    @property
+    def ishape(self) -> Dims:
+        return self.batch_shape + self.in_grid_shape
+
+    @property
+    def oshape(self) -> Dims:
+        return self.batch_shape + self.out_grid_shape
+
+    def apply(self, x: jax.Array) -> jax.Array:
+        return self._correlate(x, jnp.flip(odd_kernel(self.kernel)))
+
+    def apply_adjoint(self, y: jax.Array) -> jax.Array:
+        return self._correlate(y, jnp.conj(odd_kernel(self.kernel)))
+
+    def _correlate(self, x: jax.Array, w: jax.Array) -> jax.Array:
+        circular = self.padding_mode == "circular"
+        if circular and not self.wrap_kernel:
+            check_fits(self.name, self.kernel.shape, x.shape)
+        return correlate(x, w, circular)
+
+    def normal(self, inner: NamedLinop | None = None) -> NamedLinop:
+        if self.normal_mode is None or inner is not None:
+            return super().normal(inner)
+        out_grid = substitute(self.in_grid_shape, normal_renaming(self))
+        if self.normal_mode == "fft":
+            return CirculantNormal(
+                self.kernel, self.batch_shape, self.in_grid_shape, out_grid, self.wrap_kernel
+            )
+        return Convolution(
+            autocorrelation(self.kernel),
+            self.batch_shape,
+            self.in_grid_shape,
+            out_grid,
+            padding_mode="circular",
+            normal_mode="conv",
+            wrap_kernel=True,
+        )
+
+
+class CirculantNormal(NamedLinop):
+    r"""$y = \mathcal{F}^{-1}\big(|\hat h|^2 \, \mathcal{F} x\big)$: the exact normal of a
+    circular `Convolution` with kernel $h$, through FFTs over the grid dims.
+
+    Dims: `batch_shape + in_grid_shape -> batch_shape + out_grid_shape`. Built by
+    `Convolution(..., normal_mode="fft").N`; self-adjoint up to the dim names.
+    """
+
+    kernel: jax.Array
+    batch_shape: Dims = dims_field()
+    in_grid_shape: Dims = dims_field()
+    out_grid_shape: Dims = dims_field()
+    wrap_kernel: bool = eqx.field(static=True)
+
+    @property
+    def ishape(self) -> Dims:
+        return self.batch_shape + self.in_grid_shape
+
+    @property
+    def oshape(self) -> Dims:
+        return self.batch_shape + self.out_grid_shape
+
+    @property
+    def name(self) -> str:
+        return "Convolution.N"
+
+    def apply(self, x: jax.Array) -> jax.Array:
+        if not self.wrap_kernel:
+            check_fits(self.name, self.kernel.shape, x.shape)
+        x, h = promote(x, odd_kernel(self.kernel))
+        ndim = h.ndim
+        axes = tuple(range(x.ndim - ndim, x.ndim))
+        hf = jnp.fft.fftn(wrapped(h, x.shape[x.ndim - ndim :]))
+        power = jnp.real(hf * jnp.conj(hf))
+        xf = jnp.fft.fftn(x, axes=axes)
+        power, xf = promote(right_align(power, x.ndim), xf)
+        out = jnp.fft.ifftn(power * xf, axes=axes)
+        return out if jnp.iscomplexobj(x) else jnp.real(out)
+
+    def apply_adjoint(self, y: jax.Array) -> jax.Array:
+        return self.apply(y)
+
+    def adjoint(self) -> NamedLinop:
+        return CirculantNormal(
+            self.kernel, self.batch_shape, self.out_grid_shape, self.in_grid_shape, self.wrap_kernel
+        )
+
+
+def _check_kernel(kernel: jax.Array, in_grid: Dims, out_grid: Dims) -> None:
+    if not 1 <= kernel.ndim <= 3:
+        raise ValueError(
+            f"`Convolution(kernel=...)` must have 1 to 3 axes (one per grid dim); got a "
+            f"kernel of shape {tuple(kernel.shape)}."
+        )
+    if len(in_grid) != kernel.ndim or len(out_grid) != kernel.ndim:
+        raise ValueError(
+            f"`Convolution`: in_grid_shape and out_grid_shape need one dim per kernel axis "
+            f"({kernel.ndim}); got {fmt(in_grid)} and {fmt(out_grid)}."
+        )
+
+
+def check_fits(name: str, kernel_shape: tuple[int, ...], x_shape: tuple[int, ...]) -> None:
+    """Raise if a circular kernel is larger than the grid (the trailing axes of `x`)."""
+    grid = tuple(x_shape[len(x_shape) - len(kernel_shape) :])
+    if any(k > n for k, n in zip(kernel_shape, grid)):
+        raise ValueError(
+            f"`{name}`: with circular padding the kernel must not be larger than the grid; "
+            f"got a kernel of shape {tuple(kernel_shape)} and an array of shape "
+            f"{tuple(x_shape)} (grid {grid}). Pass `wrap_kernel=True` to wrap the kernel "
+            f"around the grid periodically."
+        )
+
+
+def odd_kernel(kernel: jax.Array) -> jax.Array:
+    """Pad each even-sized kernel axis with one trailing zero (the centre stays at k // 2)."""
+    return jnp.pad(kernel, [(0, 1 - k % 2) for k in kernel.shape])
+
+
+def correlate(x: jax.Array, w: jax.Array, circular: bool) -> jax.Array:
+    r"""$y[n] = \sum_m w[m]\, x[n + m - c]$ over the trailing `w.ndim` axes of `x`, for an
+    odd-sized `w` with centre $c$; $x$ is zero (or periodic) outside its grid."""
+    x, w = promote(x, w)
+    ndim = w.ndim
+    batch, grid = x.shape[: x.ndim - ndim], x.shape[x.ndim - ndim :]
+    lhs = x.reshape((math.prod(batch), 1) + grid)
+    pads = [(k // 2, k // 2) for k in w.shape]
+    if circular:
+        lhs = jnp.pad(lhs, [(0, 0), (0, 0), *pads], mode="wrap")
+        pads = [(0, 0)] * ndim
+    out = jax.lax.conv_general_dilated(
+        lhs, w.reshape((1, 1) + w.shape), (1,) * ndim, pads, precision=jax.lax.Precision.HIGHEST
+    )
+    return out.reshape(batch + grid)
+
+
+def autocorrelation(kernel: jax.Array) -> jax.Array:
+    r"""The kernel $r = \tilde h * h$ of $A^H A$, with $\tilde h[j] = \bar h[-j]$: size
+    $2k - 1$ per axis for the odd-padded size $k$, centre at $k - 1$."""
+    h = odd_kernel(kernel)
+    return correlate(jnp.pad(h, [(k // 2, k // 2) for k in h.shape]), jnp.conj(h), False)
+
+
+def wrapped(h: jax.Array, grid: tuple[int, ...]) -> jax.Array:
+    """An odd-sized kernel placed on `grid` with its centre at index 0, wrapped periodically
+    (entries whose offsets agree modulo the grid size add up)."""
+    idx = [(np.arange(k) - k // 2) % n for k, n in zip(h.shape, grid)]
+    return jnp.zeros(grid, h.dtype).at[np.ix_(*idx)].add(h)

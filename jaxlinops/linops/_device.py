@@ -1,0 +1,77 @@
+"""`ToDevice`: move arrays between devices."""
+
+from __future__ import annotations
+
+import equinox as eqx
+import jax
+
+from .._dims import Dims, DimsLike, as_dims
+from .._linop import NamedLinop, dims_field
+from ._identity import Identity
+
+
+class ToDevice(NamedLinop):
+    r"""$y = x$, transferred from `idevice` to `odevice`: `ioshape -> ioshape`.
+
+    The adjoint transfers back; the normal is the `Identity`. A device of `None` is JAX's
+    default device. Inside `jax.jit` one program runs on one set of devices, so there the
+    transfer leaves the placement to the compiler (the values are unchanged); to run
+    across several devices in one program, use sharding.
+    """
+
+    idevice: jax.Device | None = eqx.field(static=True)
+    odevice: jax.Device | None = eqx.field(static=True)
+    ioshape: Dims = dims_field()
+
+    def __init__(
+        self, idevice: jax.Device | None, odevice: jax.Device | None, ioshape: DimsLike = None
+    ):
+        """**Arguments:**
+
+        - `idevice`: the device of the input (`None`: the default device).
+        - `odevice`: the device of the output (`None`: the default device).
+        - `ioshape`: dims of input and output (default `"..."`).
+        """
+        self.idevice = idevice
+        self.odevice = odevice
+        self.ioshape = as_dims(ioshape, "...")
+
+    def __check_init__(self):
+        for arg, device in (("idevice", self.idevice), ("odevice", self.odevice)):
+            if device is not None and not isinstance(device, jax.Device):
+                raise TypeError(
+                    f"`ToDevice({arg}=...)` expects a jax.Device (e.g. `jax.devices()[0]`) or "
+                    f"None; got {type(device).__name__} {device!r}."
+                )
+
+    @property
+    def ishape(self) -> Dims:
+        return self.ioshape
+
+    @property
+    def oshape(self) -> Dims:
+        return self.ioshape
+
+    def apply(self, x: jax.Array) -> jax.Array:
+        return jax.device_put(x, _resolve(self.odevice))
+
+    def apply_adjoint(self, y: jax.Array) -> jax.Array:
+        return jax.device_put(y, _resolve(self.idevice))
+
+    def adjoint(self) -> NamedLinop:
+        return ToDevice(self.odevice, self.idevice, self.ioshape)
+
+    def normal(self, inner: NamedLinop | None = None) -> NamedLinop:
+        if inner is None:
+            return Identity(self.ioshape)
+        return super().normal(inner)
+
+
+def _resolve(device: jax.Device | None) -> jax.Device:
+    """`device`, or JAX's default device for None (`jax.default_device` or the first)."""
+    if device is not None:
+        return device
+    default = jax.config.jax_default_device
+    if isinstance(default, jax.Device):
+        return default
+    return jax.devices(default)[0] if default else jax.devices()[0]

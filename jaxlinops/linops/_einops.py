@@ -1,0 +1,279 @@
+"""`Rearrange`, `SumReduce` and `Repeat`: einops-style reshaping, summing and broadcasting."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+
+from .._arrays import batch_shape_of, dim_sizes
+from .._dims import ELLIPSIS, Dims, DimsLike, as_dims, axis_of, fmt
+from .._linop import NamedLinop, dims_field, identity_normal
+from .._pattern import check_patterns, dim_groups, group_size, parse_pattern, rearrange
+from ._scalar import Scalar
+
+Lengths = tuple[tuple[str, int], ...]
+
+
+def _lengths(name: str, lengths: Mapping[str, int] | None, order: Dims) -> Lengths:
+    """`{dim: n}` as a tuple of pairs sorted by position in `order` (then by name)."""
+    if lengths is not None and not isinstance(lengths, Mapping):
+        raise TypeError(f"`{name}` expects lengths as a mapping; got {type(lengths).__name__}.")
+    pairs = tuple((d, int(n)) for d, n in (lengths or {}).items())
+    bad = {d: n for d, n in pairs if n < 1}
+    if bad:
+        raise ValueError(f"`{name}`: lengths must be positive integers; got {bad}.")
+    rank = {d: i for i, d in enumerate(order)}
+    return tuple(sorted(pairs, key=lambda p: (rank.get(p[0], len(order)), p[0])))
+
+
+class Rearrange(NamedLinop):
+    r"""$y = \mathrm{rearrange}(x, \texttt{ipattern} \to \texttt{opattern})$, a permutation.
+
+    Dims: `ishape -> oshape`, one dim per axis of the patterns. Patterns follow einops:
+    `Rearrange("a b c", "a (b c)", "A B C", "A BC")` merges two axes,
+    `Rearrange("(a b) c", "a b c", "AB C", "A B C", {"a": 2})` splits one (every merged
+    group that has to be split needs the lengths of all but one of its axes), and
+    `Rearrange("a b", "b a", "A B", "B A")` transposes. The adjoint is the reverse
+    rearrangement; the normal is the identity.
+    """
+
+    ipattern: str = eqx.field(static=True)
+    opattern: str = eqx.field(static=True)
+    ishape: Dims = dims_field()
+    oshape: Dims = dims_field()
+    axes_lengths: Lengths = eqx.field(static=True)
+
+    def __init__(
+        self,
+        ipattern: str,
+        opattern: str,
+        ishape: DimsLike,
+        oshape: DimsLike,
+        axes_lengths: Mapping[str, int] | None = None,
+    ):
+        """**Arguments:**
+
+        - `ipattern`, `opattern`: einops patterns of the input and output axes, e.g.
+          `"a b c"` and `"a (b c)"` (space-separated names, parenthesised groups,
+          `"()"` for a size-1 axis, `"..."` for the batch axes of `"..."` in the shapes).
+        - `ishape`, `oshape`: the dims, one per axis of the corresponding pattern.
+        - `axes_lengths`: lengths of pattern axes, e.g. `{"b": 4}`, needed to split a
+          group in either direction.
+        """
+        self.ipattern = ipattern
+        self.opattern = opattern
+        self.ishape = as_dims(ishape)
+        self.oshape = as_dims(oshape)
+        self.axes_lengths = _lengths("Rearrange(axes_lengths=...)", axes_lengths, ())
+
+    def __check_init__(self):
+        check_patterns(self.ipattern, self.opattern, self.ishape, self.oshape, self.axes_lengths)
+
+    def size(self, dim: str) -> int | None:
+        for pattern, shape in ((self.ipattern, self.ishape), (self.opattern, self.oshape)):
+            groups = dim_groups(parse_pattern(pattern, "`Rearrange`"), shape)[1]
+            if dim in groups:
+                return group_size(groups[dim], self.axes_lengths)
+        return None
+
+    def _apply(self, x: jax.Array, src: str, dst: str, name: str) -> jax.Array:
+        lengths = dict(self.axes_lengths)
+        return rearrange(x, parse_pattern(src, name), parse_pattern(dst, name), lengths, name)
+
+    def apply(self, x: jax.Array) -> jax.Array:
+        return self._apply(x, self.ipattern, self.opattern, "Rearrange")
+
+    def apply_adjoint(self, y: jax.Array) -> jax.Array:
+        return self._apply(y, self.opattern, self.ipattern, "Rearrange.H")
+
+    def adjoint(self) -> NamedLinop:
+        lengths = dict(self.axes_lengths)
+        return Rearrange(self.opattern, self.ipattern, self.oshape, self.ishape, lengths)
+
+    def normal(self, inner: NamedLinop | None = None) -> NamedLinop:
+        """Without `inner`: the identity (dims not in `oshape` renamed, `N -> N1`)."""
+        if inner is not None:
+            return super().normal(inner)
+        return identity_normal(self)
+
+
+def _check_nested(name: str, big: Dims, small: Dims, verb: str) -> None:
+    """`small` must be `big` less at least one dim, in the same order (`verb` for errors)."""
+    rest = iter(big)
+    ordered = all(d in rest for d in small)
+    ellipsis_ok = (ELLIPSIS in big) == (ELLIPSIS in small)
+    if not (ordered and ellipsis_ok and len(small) < len(big) and len(set(big)) == len(big)):
+        raise ValueError(
+            f"`{name}`: `oshape` must be `ishape` with at least one dim {verb} (same order, "
+            f"no repeated dims, '...' in both or neither); got ishape "
+            f"{fmt(big if verb == 'removed' else small)} and oshape "
+            f"{fmt(small if verb == 'removed' else big)}."
+        )
+
+
+def _extra(big: Dims, small: Dims) -> Dims:
+    return tuple(d for d in big if d not in small)
+
+
+def _sum(x: jax.Array, big: Dims, small: Dims) -> jax.Array:
+    return jnp.sum(x, axis=tuple(axis_of(big, d) for d in _extra(big, small)))
+
+
+def _broadcast(y: jax.Array, small: Dims, big: Dims, lengths: Mapping[str, int]) -> jax.Array:
+    """Insert the dims of `big` missing from `small` (sizes `lengths`) by broadcasting."""
+    sizes = dim_sizes(small, y.shape)
+    batch = batch_shape_of(small, y.shape)
+    kept: list[int] = []
+    full: list[int] = []
+    for d in big:
+        if d == ELLIPSIS:
+            kept.extend(batch)
+            full.extend(batch)
+        else:
+            kept.append(sizes.get(d, 1))
+            full.append(sizes[d] if d in small else lengths[d])
+    return jnp.broadcast_to(y.reshape(tuple(kept)), tuple(full))
+
+
+def _check_lengths(name: str, lengths: Lengths, allowed: Dims) -> None:
+    stray = [d for d, _ in lengths if d not in allowed]
+    if stray:
+        raise ValueError(
+            f"`{name}`: lengths are given for dims {stray}, which are not among the "
+            f"{'summed' if name == 'SumReduce' else 'new'} dims {fmt(allowed)}."
+        )
+
+
+class SumReduce(NamedLinop):
+    r"""$y = \sum_{d \notin \mathrm{oshape}} x$: sum over the dims of `ishape` not in `oshape`.
+
+    Dims: `ishape -> oshape`, where `oshape` is `ishape` with the summed dims removed.
+    The adjoint [`jaxlinops.Repeat`][] broadcasts back to the summed dims, so it needs
+    their sizes: pass them as `axes_lengths`.
+    """
+
+    ishape: Dims = dims_field()
+    oshape: Dims = dims_field()
+    axes_lengths: Lengths = dims_field("pairs")
+
+    def __init__(
+        self, ishape: DimsLike, oshape: DimsLike, axes_lengths: Mapping[str, int] | None = None
+    ):
+        """**Arguments:**
+
+        - `ishape`: the input dims, e.g. `"A B C"`.
+        - `oshape`: `ishape` with the summed dims removed, e.g. `"A B"`.
+        - `axes_lengths`: sizes of the summed dims, e.g. `{"C": 4}`; required to apply the
+          adjoint.
+        """
+        self.ishape = as_dims(ishape)
+        self.oshape = as_dims(oshape)
+        self.axes_lengths = _lengths("SumReduce(axes_lengths=...)", axes_lengths, self.ishape)
+
+    def __check_init__(self):
+        _check_nested("SumReduce", self.ishape, self.oshape, "removed")
+        _check_lengths("SumReduce", self.axes_lengths, _extra(self.ishape, self.oshape))
+
+    def size(self, dim: str) -> int | None:
+        return dict(self.axes_lengths).get(dim)
+
+    def apply(self, x: jax.Array) -> jax.Array:
+        return _sum(x, self.ishape, self.oshape)
+
+    def apply_adjoint(self, y: jax.Array) -> jax.Array:
+        lengths = dict(self.axes_lengths)
+        missing = [d for d in _extra(self.ishape, self.oshape) if d not in lengths]
+        if missing:
+            example = ", ".join(f"{d!r}: n" for d in missing)
+            raise ValueError(
+                f"`SumReduce.H` repeats into the summed dims {missing} but does not know "
+                f"their sizes; pass them as `SumReduce(..., axes_lengths={{{example}}})`."
+            )
+        return _broadcast(y, self.oshape, self.ishape, lengths)
+
+    def adjoint(self) -> NamedLinop:
+        lengths = dict(self.axes_lengths)
+        if all(d in lengths for d in _extra(self.ishape, self.oshape)):
+            return Repeat(lengths, self.oshape, self.ishape)
+        return super().adjoint()
+
+
+class Repeat(NamedLinop):
+    r"""Broadcast $x$ along new dims: $y[\dots, r, \dots] = x[\dots]$ for every $r$.
+
+    Dims: `ishape -> oshape`, where `oshape` is `ishape` with new dims inserted; each new
+    dim has the length `n_repeats[dim]`. A dim in `broadcast_dims` is inserted with size 1
+    (it broadcasts against later operations) and reports no size. The adjoint sums over
+    the new dims ([`jaxlinops.SumReduce`][]); the normal is the scalar $\prod n$.
+    """
+
+    n_repeats: Lengths = dims_field("pairs")
+    ishape: Dims = dims_field()
+    oshape: Dims = dims_field()
+    broadcast_dims: Dims = dims_field()
+
+    def __init__(
+        self,
+        n_repeats: Mapping[str, int],
+        ishape: DimsLike,
+        oshape: DimsLike,
+        broadcast_dims: DimsLike = None,
+    ):
+        """**Arguments:**
+
+        - `n_repeats`: the length of every new dim, e.g. `{"C": 3}` (optional, and then 1,
+          for `broadcast_dims`).
+        - `ishape`: the input dims, e.g. `"A B"`.
+        - `oshape`: `ishape` with the new dims inserted, e.g. `"A B C"`.
+        - `broadcast_dims`: new dims inserted with size 1.
+        """
+        self.ishape = as_dims(ishape)
+        self.oshape = as_dims(oshape)
+        self.broadcast_dims = as_dims(broadcast_dims)
+        self.n_repeats = _lengths("Repeat(n_repeats=...)", n_repeats, self.oshape)
+
+    def __check_init__(self):
+        _check_nested("Repeat", self.oshape, self.ishape, "added")
+        new = _extra(self.oshape, self.ishape)
+        _check_lengths("Repeat", self.n_repeats, new)
+        lengths = dict(self.n_repeats)
+        for d in self.broadcast_dims:
+            if d not in new or lengths.get(d, 1) != 1:
+                raise ValueError(
+                    f"`Repeat`: broadcast dim {d!r} must be a new dim {fmt(new)} repeated "
+                    f"once; got n_repeats {lengths}."
+                )
+        missing = [d for d in new if d not in lengths and d not in self.broadcast_dims]
+        if missing:
+            raise ValueError(
+                f"`Repeat`: `n_repeats` must give the length of every new dim; missing {missing}."
+            )
+
+    def _all_lengths(self) -> dict[str, int]:
+        return {**{d: 1 for d in self.broadcast_dims}, **dict(self.n_repeats)}
+
+    def size(self, dim: str) -> int | None:
+        if dim in self.broadcast_dims:
+            return None
+        return dict(self.n_repeats).get(dim)
+
+    def apply(self, x: jax.Array) -> jax.Array:
+        return _broadcast(x, self.ishape, self.oshape, self._all_lengths())
+
+    def apply_adjoint(self, y: jax.Array) -> jax.Array:
+        return _sum(y, self.oshape, self.ishape)
+
+    def adjoint(self) -> NamedLinop:
+        if self.broadcast_dims:
+            return super().adjoint()
+        return SumReduce(self.oshape, self.ishape, dict(self.n_repeats))
+
+    def normal(self, inner: NamedLinop | None = None) -> NamedLinop:
+        """Without `inner`: `Scalar(prod(n_repeats))` on `ishape`."""
+        if inner is not None:
+            return super().normal(inner)
+        return Scalar(math.prod(self._all_lengths().values()), self.ishape)

@@ -1,0 +1,153 @@
+"""`FFT`: the n-dimensional discrete Fourier transform over the trailing dims."""
+
+from __future__ import annotations
+
+import math
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+
+from .._dims import ELLIPSIS, Dims, DimsLike, as_dims, fmt
+from .._linop import NamedLinop, dims_field, identity_normal, normal_oshape
+from ._pad import GRID_DIMS
+
+KSPACE_DIMS = ("Kx", "Ky", "Kz")
+
+# The adjoint of fftn(norm=a) is ifftn(norm=_ADJOINT_NORM[a]); F^H F = n ** _NORMAL_POWER[a]
+# for a grid of n points.
+_ADJOINT_NORM = {"ortho": "ortho", "backward": "forward", "forward": "backward"}
+_NORMAL_POWER = {"ortho": 0, "backward": 1, "forward": -1}
+
+
+class FFT(NamedLinop):
+    r"""$y = F x$, the DFT over the last `ndim` axes (`numpy.fft.fftn` with `norm`).
+
+    Dims: `batch_shape + primal -> batch_shape + dual`, by default
+    `(..., Nx, Ny) -> (..., Kx, Ky)` for `ndim=2`. With `centered=True` the origin is
+    the center sample `N // 2`: $y = \mathrm{fftshift}(F\, \mathrm{ifftshift}(x))$.
+
+    The adjoint is the true conjugate transpose for every `norm`: `ifftn` with
+    `"backward"` and `"forward"` swapped. The normal $F^H F$ is the identity for
+    `"ortho"` and $n\,I$ (`"backward"`) or $I/n$ (`"forward"`) for a grid of $n$ points.
+    Real inputs give complex outputs.
+    """
+
+    batch_shape: Dims = dims_field()
+    primal_shape: Dims = dims_field()
+    dual_shape: Dims = dims_field()
+    norm: str = eqx.field(static=True)
+    centered: bool = eqx.field(static=True)
+
+    def __init__(
+        self,
+        ndim: int,
+        batch_shape: DimsLike = None,
+        grid_shapes: tuple[DimsLike, DimsLike] | None = None,
+        norm: str | None = "ortho",
+        centered: bool = False,
+    ):
+        """**Arguments:**
+
+        - `ndim`: the number of trailing axes transformed (at least 1).
+        - `batch_shape`: leading dims, shared by input and output (default `"..."`).
+        - `grid_shapes`: `(primal, dual)`, the `ndim` input and output grid dims
+          (default `("Nx", "Ny", "Nz")[:ndim]` and `("Kx", "Ky", "Kz")[:ndim]`; needed
+          for `ndim > 3`).
+        - `norm`: `"ortho"` (unitary), `"backward"` (or None) or `"forward"`, as in
+          `numpy.fft`.
+        - `centered`: put the origin at the center sample of each axis.
+        """
+        self.batch_shape = as_dims(batch_shape, ELLIPSIS)
+        self.primal_shape, self.dual_shape = _grid_shapes(ndim, grid_shapes)
+        self.norm = "backward" if norm is None else norm
+        self.centered = bool(centered)
+
+    def __check_init__(self):
+        if self.norm not in _ADJOINT_NORM:
+            raise ValueError(
+                f"`FFT(norm=...)` must be one of {sorted(_ADJOINT_NORM)}; got {self.norm!r}."
+            )
+        where = f"`FFT({fmt(self.ishape)} -> {fmt(self.oshape)})`"
+        for role, shape in (("primal", self.primal_shape), ("dual", self.dual_shape)):
+            if ELLIPSIS in shape or len(set(shape)) != len(shape):
+                raise ValueError(f"{where}: the {role} grid dims must be distinct, without '...'.")
+        if set(self.batch_shape) & set(self.primal_shape + self.dual_shape):
+            raise ValueError(f"{where}: batch dims and grid dims must differ.")
+
+    @property
+    def ndim(self) -> int:
+        return len(self.primal_shape)
+
+    @property
+    def ishape(self) -> Dims:
+        return self.batch_shape + self.primal_shape
+
+    @property
+    def oshape(self) -> Dims:
+        return self.batch_shape + self.dual_shape
+
+    def _transform(self, x: jax.Array, fn, norm: str) -> jax.Array:
+        axes = tuple(range(-self.ndim, 0))
+        if self.centered:
+            x = jnp.fft.ifftshift(x, axes)
+        x = fn(x, axes=axes, norm=norm)
+        return jnp.fft.fftshift(x, axes) if self.centered else x
+
+    def apply(self, x: jax.Array) -> jax.Array:
+        return self._transform(x, jnp.fft.fftn, self.norm)
+
+    def apply_adjoint(self, y: jax.Array) -> jax.Array:
+        return self._transform(y, jnp.fft.ifftn, _ADJOINT_NORM[self.norm])
+
+    def normal(self, inner: NamedLinop | None = None) -> NamedLinop:
+        if inner is not None:
+            return super().normal(inner)
+        power = _NORMAL_POWER[self.norm]
+        if power == 0:
+            return identity_normal(self)
+        return GridScale(self.ishape, normal_oshape(self), self.ndim, power)
+
+
+class GridScale(NamedLinop):
+    r"""$y = n^p x$, where $n$ is the number of points in the last `ndim` axes of $x$.
+
+    The normal of a non-unitary [`FFT`][]: `ishape -> oshape` (renamed position-wise).
+    """
+
+    ishape: Dims = dims_field()
+    oshape: Dims = dims_field()
+    ndim: int = eqx.field(static=True)
+    power: int = eqx.field(static=True)
+
+    def apply(self, x: jax.Array) -> jax.Array:
+        return x * float(math.prod(x.shape[x.ndim - self.ndim :])) ** self.power
+
+    def apply_adjoint(self, y: jax.Array) -> jax.Array:
+        return self.apply(y)
+
+    def adjoint(self) -> NamedLinop:
+        return GridScale(self.oshape, self.ishape, self.ndim, self.power)
+
+
+def _grid_shapes(ndim: int, grid_shapes) -> tuple[Dims, Dims]:
+    if isinstance(ndim, bool) or not isinstance(ndim, int) or ndim < 1:
+        raise ValueError(f"`FFT(ndim=...)` must be a positive integer; got {ndim!r}.")
+    if grid_shapes is None:
+        if ndim > len(GRID_DIMS):
+            raise ValueError(
+                f"`FFT(ndim={ndim})`: default grid dims exist for ndim <= {len(GRID_DIMS)}; "
+                f"pass `grid_shapes=(primal, dual)` with {ndim} dims each."
+            )
+        return GRID_DIMS[:ndim], KSPACE_DIMS[:ndim]
+    if isinstance(grid_shapes, str) or len(grid_shapes) != 2:
+        raise ValueError(
+            f"`FFT(grid_shapes=...)` must be a pair (primal, dual) of shapes; got {grid_shapes!r}."
+        )
+    primal, dual = as_dims(grid_shapes[0]), as_dims(grid_shapes[1])
+    if len(primal) != ndim or len(dual) != ndim:
+        raise ValueError(
+            f"`FFT(ndim={ndim}, grid_shapes=...)` needs {ndim} primal and {ndim} dual dims; "
+            f"got {fmt(primal)} and {fmt(dual)}."
+        )
+    return primal, dual

@@ -1,0 +1,191 @@
+"""`Pad` and `Crop`: centered zero padding of the trailing image dims, and its adjoint."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import equinox as eqx
+import jax
+
+from .._dims import ELLIPSIS, Dims, DimsLike, as_dims, fmt, next_unused
+from .._linop import NamedLinop, dims_field, identity_normal
+from ..functional._pad import center_crop, center_pad, check_sizes
+
+GRID_DIMS = ("Nx", "Ny", "Nz")
+
+
+class Pad(NamedLinop):
+    r"""Centered zero padding of the last $D$ dims from `im_size` to `pad_im_size`.
+
+    Dims: `batch_shape + in_shape -> batch_shape + out_shape`, by default
+    `(..., Nx, Ny) -> (..., Nx1, Ny1)`. The image sample `i // 2` of each axis lands on
+    the padded sample `p // 2` (see `jaxlinops.functional.center_pad`). Adjoint: [`Crop`][];
+    normal: the identity, as $\mathrm{Crop}\,\mathrm{Pad} = I$.
+    """
+
+    pad_im_size: tuple[int, ...] = eqx.field(static=True)
+    im_size: tuple[int, ...] = eqx.field(static=True)
+    in_shape: Dims = dims_field()
+    out_shape: Dims = dims_field()
+    batch_shape: Dims = dims_field()
+
+    def __init__(
+        self,
+        pad_im_size: Sequence[int],
+        im_size: Sequence[int],
+        in_shape: DimsLike = None,
+        out_shape: DimsLike = None,
+        batch_shape: DimsLike = None,
+    ):
+        """**Arguments:**
+
+        - `pad_im_size`: the padded sizes of the last $D$ axes (given **first**).
+        - `im_size`: the image sizes of the last $D$ axes.
+        - `in_shape`: the $D$ image dims of the input (default `("Nx", "Ny", "Nz")[:D]`).
+        - `out_shape`: the $D$ padded dims of the output (default: each input dim renamed,
+          `Nx -> Nx1`).
+        - `batch_shape`: leading dims, shared by input and output (default `"..."`).
+        """
+        self.im_size, self.pad_im_size = check_sizes("Pad", im_size, pad_im_size)
+        self.batch_shape = as_dims(batch_shape, ELLIPSIS)
+        self.in_shape, self.out_shape = image_shapes(
+            "Pad", in_shape, out_shape, self.im_size, self.batch_shape
+        )
+
+    def __check_init__(self):
+        check_image_shapes(self, (self.im_size, self.pad_im_size))
+
+    @property
+    def ishape(self) -> Dims:
+        return self.batch_shape + self.in_shape
+
+    @property
+    def oshape(self) -> Dims:
+        return self.batch_shape + self.out_shape
+
+    def size(self, dim: str) -> int | None:
+        return image_size(self, dim, self.im_size, self.pad_im_size)
+
+    def apply(self, x: jax.Array) -> jax.Array:
+        return center_pad(x, self.im_size, self.pad_im_size)
+
+    def apply_adjoint(self, y: jax.Array) -> jax.Array:
+        return center_crop(y, self.pad_im_size, self.im_size)
+
+    def adjoint(self) -> NamedLinop:
+        return Crop(self.im_size, self.pad_im_size, self.out_shape, self.in_shape, self.batch_shape)
+
+    def normal(self, inner: NamedLinop | None = None) -> NamedLinop:
+        if inner is not None:
+            return super().normal(inner)
+        return identity_normal(self)
+
+
+class Crop(NamedLinop):
+    r"""Keep the centered `crop_im_size` block of the last $D$ dims (of size `im_size`).
+
+    Dims: `batch_shape + in_shape -> batch_shape + out_shape`, by default
+    `(..., Nx, Ny) -> (..., Nx1, Ny1)`. `Crop(c, i, s_in, s_out, b)` equals
+    `Pad(i, c, s_out, s_in, b).H`; its adjoint is that [`Pad`][].
+    """
+
+    crop_im_size: tuple[int, ...] = eqx.field(static=True)
+    im_size: tuple[int, ...] = eqx.field(static=True)
+    in_shape: Dims = dims_field()
+    out_shape: Dims = dims_field()
+    batch_shape: Dims = dims_field()
+
+    def __init__(
+        self,
+        crop_im_size: Sequence[int],
+        im_size: Sequence[int],
+        in_shape: DimsLike = None,
+        out_shape: DimsLike = None,
+        batch_shape: DimsLike = None,
+    ):
+        """**Arguments:**
+
+        - `crop_im_size`: the cropped sizes of the last $D$ axes (given **first**).
+        - `im_size`: the input sizes of the last $D$ axes.
+        - `in_shape`: the $D$ image dims of the input (default `("Nx", "Ny", "Nz")[:D]`).
+        - `out_shape`: the $D$ cropped dims of the output (default: each input dim
+          renamed, `Nx -> Nx1`).
+        - `batch_shape`: leading dims, shared by input and output (default `"..."`).
+        """
+        labels = ("crop size", "image size")
+        self.crop_im_size, self.im_size = check_sizes("Crop", crop_im_size, im_size, labels)
+        self.batch_shape = as_dims(batch_shape, ELLIPSIS)
+        self.in_shape, self.out_shape = image_shapes(
+            "Crop", in_shape, out_shape, self.im_size, self.batch_shape
+        )
+
+    def __check_init__(self):
+        check_image_shapes(self, (self.im_size, self.crop_im_size))
+
+    @property
+    def ishape(self) -> Dims:
+        return self.batch_shape + self.in_shape
+
+    @property
+    def oshape(self) -> Dims:
+        return self.batch_shape + self.out_shape
+
+    def size(self, dim: str) -> int | None:
+        return image_size(self, dim, self.im_size, self.crop_im_size)
+
+    def apply(self, x: jax.Array) -> jax.Array:
+        return center_crop(x, self.im_size, self.crop_im_size)
+
+    def apply_adjoint(self, y: jax.Array) -> jax.Array:
+        return center_pad(y, self.crop_im_size, self.im_size)
+
+    def adjoint(self) -> NamedLinop:
+        return Pad(self.im_size, self.crop_im_size, self.out_shape, self.in_shape, self.batch_shape)
+
+
+def image_shapes(
+    name: str, in_shape: DimsLike, out_shape: DimsLike, im_size: tuple, batch_shape: Dims
+) -> tuple[Dims, Dims]:
+    """`(in_shape, out_shape)` with torchlinops' defaults: `Nx, Ny, Nz` and `Nx1, Ny1, Nz1`."""
+    ndim = len(im_size)
+    if in_shape is None and ndim > len(GRID_DIMS):
+        raise ValueError(
+            f"`{name}`: default dim names exist for up to {len(GRID_DIMS)} image axes; pass "
+            f"`in_shape` for {ndim} axes."
+        )
+    in_shape = as_dims(in_shape, GRID_DIMS[:ndim])
+    if out_shape is None:
+        avoid = in_shape + batch_shape
+        return in_shape, tuple(next_unused(d, avoid) for d in in_shape)
+    return in_shape, as_dims(out_shape)
+
+
+def check_image_shapes(op, sizes: tuple[tuple[int, ...], tuple[int, ...]]) -> None:
+    """Raise unless in/out image dims are D plain dims each, consistent with the sizes."""
+    where = f"`{op.name}({fmt(op.ishape)} -> {fmt(op.oshape)})`"
+    ndim = len(sizes[0])
+    for role, shape in (("in_shape", op.in_shape), ("out_shape", op.out_shape)):
+        if len(shape) != ndim or ELLIPSIS in shape or len(set(shape)) != ndim:
+            raise ValueError(
+                f"{where}: `{role}` must name {ndim} distinct image dims (no '...'); got "
+                f"{fmt(shape)}."
+            )
+    clash = set(op.batch_shape) & set(op.in_shape + op.out_shape)
+    if clash:
+        raise ValueError(f"{where}: dims {sorted(clash)} are both batch and image dims.")
+    for d in set(op.in_shape) & set(op.out_shape):
+        n_in, n_out = sizes[0][op.in_shape.index(d)], sizes[1][op.out_shape.index(d)]
+        if n_in != n_out:
+            raise ValueError(
+                f"{where}: dim {d!r} would have size {n_in} in the input and {n_out} in the "
+                f"output; name the resized dims differently in `in_shape` and `out_shape`."
+            )
+
+
+def image_size(op, dim: str, in_sizes: tuple[int, ...], out_sizes: tuple[int, ...]) -> int | None:
+    """The size of an image dim of `op`, or None for other dims."""
+    if dim in op.in_shape:
+        return in_sizes[op.in_shape.index(dim)]
+    if dim in op.out_shape:
+        return out_sizes[op.out_shape.index(dim)]
+    return None

@@ -1,0 +1,196 @@
+"""`Sampling`: read an array at integer grid points."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .._arrays import as_array
+from .._dims import ELLIPSIS, Dims, DimsLike, as_dims, fmt, has_wildcards
+from .._linop import NamedLinop, dims_field, normal_oshape, with_oshape
+from ..functional._index import index, index_adjoint
+from ._diagonal import Diagonal
+
+
+class Sampling(NamedLinop):
+    r"""$y[b, m] = x[b, i_1[m], \dots, i_D[m]]$: sample the last $D$ input axes at points.
+
+    Dims: `batch_shape + input_shape -> batch_shape + output_shape`. The grid
+    (`input_shape`, sizes `input_size`) is read at the integer points `idx`, a tuple of
+    $D$ index arrays of shape `[M...]` laid out by `output_shape`. The adjoint
+    scatter-adds into a zero grid (repeated points accumulate); the normal multiplies each
+    grid point by the number of times it is sampled.
+
+    Without `input_shape` / `output_shape` the dims are single-dim wildcards (`"(1)"`,
+    `"(2)"`, ...) that a [`jaxlinops.Chain`][] resolves from its neighbours.
+    """
+
+    idx: tuple[jax.Array, ...]
+    input_size: tuple[int, ...] = eqx.field(static=True)
+    output_shape: Dims = dims_field()
+    input_shape: Dims = dims_field()
+    batch_shape: Dims = dims_field()
+
+    def __init__(
+        self,
+        idx: Sequence,
+        input_size: Sequence[int],
+        output_shape: DimsLike = None,
+        input_shape: DimsLike = None,
+        batch_shape: DimsLike = None,
+    ):
+        """**Arguments:**
+
+        - `idx`: a tuple of `D` integer arrays of one shape `[M...]`, one per sampled axis,
+          with values in `[0, size - 1]` (checked when the values are concrete).
+        - `input_size`: the `D` sizes of the sampled grid.
+        - `output_shape`: dims of the points, one per axis of the index arrays.
+        - `input_shape`: dims of the grid, one per index array.
+        - `batch_shape`: leading dims shared by input and output (default `"..."`).
+        """
+        if isinstance(idx, jax.Array) or not isinstance(idx, Sequence):
+            raise TypeError(
+                f"`Sampling(idx=...)` expects a tuple of integer arrays (one per sampled "
+                f"axis); got {type(idx).__name__}. For an array of shape [M..., D] use "
+                f"`Sampling.from_stacked_idx`."
+            )
+        self.idx = tuple(as_array(i, "`Sampling(idx=...)`") for i in idx)
+        self.input_size = tuple(int(n) for n in input_size)
+        ndim = self.idx[0].ndim if self.idx else 0
+        self.input_shape = as_dims(input_shape, _ordinals(1, len(self.input_size)))
+        self.output_shape = as_dims(output_shape, _ordinals(len(self.input_size) + 1, ndim))
+        self.batch_shape = as_dims(batch_shape, ELLIPSIS)
+
+    @classmethod
+    def from_mask(
+        cls,
+        mask,
+        output_shape: DimsLike = None,
+        input_shape: DimsLike = None,
+        batch_shape: DimsLike = None,
+    ) -> Sampling:
+        """Sample the `True` entries of a boolean `mask` (its shape is `input_size`), in
+        row-major order, as one output dim."""
+        mask = np.asarray(mask)
+        if mask.dtype != np.bool_:
+            raise TypeError(
+                f"`Sampling.from_mask` expects a boolean mask; got dtype {mask.dtype}. Use "
+                f"e.g. `mask != 0`."
+            )
+        dtype = np.int32 if mask.size <= np.iinfo(np.int32).max else np.int64
+        idx = tuple(i.astype(dtype) for i in np.nonzero(mask))
+        return cls(idx, mask.shape, output_shape, input_shape, batch_shape)
+
+    @classmethod
+    def from_stacked_idx(
+        cls,
+        idx,
+        input_size: Sequence[int],
+        output_shape: DimsLike = None,
+        input_shape: DimsLike = None,
+        batch_shape: DimsLike = None,
+        dim: int = -1,
+    ) -> Sampling:
+        """Build from one integer array of shape `[M..., D]` (`dim` is the axis of length
+        `D`)."""
+        idx = as_array(idx, "`Sampling.from_stacked_idx(idx=...)`")
+        idx = jnp.moveaxis(idx, dim, 0)
+        return cls(tuple(idx), input_size, output_shape, input_shape, batch_shape)
+
+    def __check_init__(self):
+        _check_indices(self.idx, self.input_size)
+        _check_shapes(self)
+        _check_range(self.idx, self.input_size)
+
+    @property
+    def ishape(self) -> Dims:
+        return self.batch_shape + self.input_shape
+
+    @property
+    def oshape(self) -> Dims:
+        return self.batch_shape + self.output_shape
+
+    @property
+    def locs(self) -> jax.Array:
+        """The points as one array of shape `[M..., D]`."""
+        return jnp.stack(self.idx, axis=-1)
+
+    def size(self, dim: str) -> int | None:
+        if dim in self.output_shape:
+            return self.idx[0].shape[self.output_shape.index(dim)]
+        if dim in self.input_shape:
+            return self.input_size[self.input_shape.index(dim)]
+        return None
+
+    def apply(self, x: jax.Array) -> jax.Array:
+        return index(x, self.idx)
+
+    def apply_adjoint(self, y: jax.Array) -> jax.Array:
+        return index_adjoint(y, self.idx, self.input_size)
+
+    def normal(self, inner: NamedLinop | None = None) -> NamedLinop:
+        """Without `inner`: the sample counts on the grid, then a renaming of the grid
+        dims (`Nx -> Nx1`)."""
+        if inner is not None or has_wildcards(self.input_shape):
+            return super().normal(inner)
+        ones = jnp.ones(self.idx[0].shape, jnp.int32)
+        counts = Diagonal(index_adjoint(ones, self.idx, self.input_size), self.ishape)
+        return with_oshape(counts, normal_oshape(self))
+
+
+def _ordinals(start: int, n: int) -> Dims:
+    return tuple(f"({k})" for k in range(start, start + n))
+
+
+def _check_indices(idx: tuple[jax.Array, ...], input_size: tuple[int, ...]) -> None:
+    if not idx or len(idx) != len(input_size):
+        raise ValueError(
+            f"`Sampling` needs one index array per grid axis: got {len(idx)} index arrays "
+            f"for `input_size={input_size}`."
+        )
+    for d, i in enumerate(idx):
+        if not jnp.issubdtype(i.dtype, jnp.integer):
+            raise TypeError(f"`Sampling(idx=...)`: `idx[{d}]` must be integer; got {i.dtype}.")
+    shapes = [tuple(i.shape) for i in idx]
+    if len(set(shapes)) > 1:
+        raise ValueError(
+            f"`Sampling(idx=...)`: the index arrays must share one shape; got {shapes}."
+        )
+    if any(n < 1 for n in input_size):
+        raise ValueError(f"`Sampling`: `input_size` must be positive; got {input_size}.")
+
+
+def _check_shapes(op: Sampling) -> None:
+    where = f"`Sampling({fmt(op.ishape)} -> {fmt(op.oshape)})`"
+    if ELLIPSIS in op.input_shape + op.output_shape:
+        raise ValueError(f"{where}: '...' may appear only in `batch_shape`.")
+    if len(op.input_shape) != len(op.input_size):
+        raise ValueError(
+            f"{where}: `input_shape` must name {len(op.input_size)} dims (one per index "
+            f"array); got {fmt(op.input_shape)}."
+        )
+    named = [d for d in op.ishape + op.output_shape if d not in (ELLIPSIS, "()")]
+    if len(set(named)) != len(named):
+        raise ValueError(f"{where}: batch, input and output dims must all be distinct.")
+    if len(op.output_shape) != op.idx[0].ndim:
+        raise ValueError(
+            f"{where}: `output_shape` must name {op.idx[0].ndim} dims (one per axis of the "
+            f"index arrays, shape {tuple(op.idx[0].shape)}); got {fmt(op.output_shape)}."
+        )
+
+
+def _check_range(idx: tuple[jax.Array, ...], input_size: tuple[int, ...]) -> None:
+    """Raise if a concrete index is outside `[0, size - 1]`; traced indices are skipped."""
+    for d, (i, n) in enumerate(zip(idx, input_size)):
+        if isinstance(i, jax.core.Tracer) or i.size == 0:
+            continue
+        lo, hi = int(jnp.min(i)), int(jnp.max(i))
+        if lo < 0 or hi >= n:
+            raise ValueError(
+                f"`Sampling`: indices of axis {d} must lie in [0, {n - 1}] for "
+                f"`input_size={input_size}`; got values in [{lo}, {hi}]."
+            )

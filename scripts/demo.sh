@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Set up and run the main job: create .venv with `python3` (or reuse it), install jaxlinops
+# (editable, runtime dependencies only) and run `python -m jaxlinops.demo`, a short tour that
+# builds, composes and applies operators and prints what it did. Extra arguments go to the
+# demo, e.g. `bash scripts/demo.sh --seed 1`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PY_VERSION='import sys; print("%d.%d.%d" % sys.version_info[:3])'
+want="$(python3 -c "$PY_VERSION")"
+have="$(.venv/bin/python -c "$PY_VERSION" 2>/dev/null || true)"
+if [[ $have != "$want" ]]; then
+  echo "demo.sh: creating .venv with Python $want"
+  rm -rf .venv
+  python3 -m venv .venv
+fi
+echo "demo.sh: installing jaxlinops (editable)"
+.venv/bin/python -m pip install -q -e .
+exec .venv/bin/python -m jaxlinops.demo "$@"

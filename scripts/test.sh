@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# Set up and run the whole test suite.
+#
+#   bash scripts/test.sh           .venv with `python3`: torch==2.13.0 (CPU build) first, then
+#                                  `pip install -e .[test,torch]`; ruff, then pytest on tests/.
+#   bash scripts/test.sh --py312   the tests again on Python 3.12 with the newest jax and no
+#                                  torch, in .venv-py312 (torch tests skip). Without a Python
+#                                  3.12 interpreter it prints a notice and exits 0.
+#
+# Further arguments go to pytest, e.g. `bash scripts/test.sh -k dense`.
+# Virtual environments are reused when present; the project is reinstalled every time.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+TORCH_SPEC="torch==2.13.0"
+PY_VERSION='import sys; print("%d.%d.%d" % sys.version_info[:3])'
+IS_PY312='import sys, venv; assert sys.version_info[:2] == (3, 12)'
+VERSIONS='import sys, jax; print(f"Python {sys.version.split()[0]}, jax {jax.__version__}")'
+
+# make_venv DIR PYTHON: create DIR with PYTHON unless a working venv of the same Python
+# version is already there.
+make_venv() {
+  local want have
+  want="$("$2" -c "$PY_VERSION")"
+  have="$("$1/bin/python" -c "$PY_VERSION" 2>/dev/null || true)"
+  if [[ $have != "$want" ]]; then
+    echo "test.sh: creating $1 with Python $want"
+    rm -rf "$1"
+    "$2" -m venv "$1"
+  fi
+}
+
+# find_py312: print the path of a working Python 3.12 interpreter, or fail.
+find_py312() {
+  local candidates=() root
+  command -v python3.12 >/dev/null && candidates+=("$(command -v python3.12)")
+  if command -v pyenv >/dev/null; then
+    root="$(pyenv root)"
+    candidates+=("$root"/versions/3.12*/bin/python3.12)
+  fi
+  candidates+=(/root/.pyenv/versions/3.12*/bin/python3.12)
+  candidates+=("${HOME:-}"/.pyenv/versions/3.12*/bin/python3.12)
+  for py in "${candidates[@]}"; do
+    # A pyenv shim exists but refuses to run when 3.12 is not selected: test each one.
+    if [[ -x $py ]] && "$py" -c "$IS_PY312" 2>/dev/null; then
+      echo "$py"
+      return 0
+    fi
+  done
+  if command -v pyenv >/dev/null; then
+    for version in $(pyenv versions --bare 2>/dev/null | grep -E '^3\.12(\.[0-9]+)?$' || true); do
+      if PYENV_VERSION="$version" python3.12 -c 'import venv' 2>/dev/null; then
+        PYENV_VERSION="$version" python3.12 -c 'import sys; print(sys.executable)'
+        return 0
+      fi
+    done
+  fi
+  return 1
+}
+
+# run_pytest PYTHON [ARGS...]: the test suite, with a clear message when it collects nothing
+# (exit 5). pytest's summary line ("N passed ...") is the last line of a passing run.
+run_pytest() {
+  local rc=0 py=$1
+  shift
+  "$py" -m pytest -q -n 2 tests "$@" || rc=$?
+  if [[ $rc -eq 5 ]]; then
+    echo "test.sh: error: pytest collected no tests." >&2
+  fi
+  return "$rc"
+}
+
+main_suite() {
+  local start=$SECONDS
+  local py=.venv/bin/python
+  make_venv .venv python3
+  echo "test.sh: installing $TORCH_SPEC, then jaxlinops[test,torch] (editable)"
+  "$py" -m pip install -q "$TORCH_SPEC"
+  "$py" -m pip install -q -e ".[test,torch]"
+  echo "test.sh: setup took $((SECONDS - start)) s; $("$py" -c "$VERSIONS"), torch" \
+    "$("$py" -c 'import torch; print(torch.__version__)')"
+  # Lint first, but run the tests even when lint fails, so one run reports both.
+  local lint=0
+  "$py" -m ruff check . || lint=1
+  "$py" -m ruff format --check . || lint=1
+  run_pytest "$py" "$@"
+  if [[ $lint -ne 0 ]]; then
+    echo "test.sh: error: ruff found problems (listed above the tests)." >&2
+    return 1
+  fi
+}
+
+py312_core() {
+  local start=$SECONDS py312 py=.venv-py312/bin/python
+  if ! py312="$(find_py312)"; then
+    echo "test.sh: notice: no Python 3.12 interpreter found; skipping the Python 3.12 stage."
+    return 0
+  fi
+  make_venv .venv-py312 "$py312"
+  echo "test.sh: installing jaxlinops[test] (editable) with the newest jax, no torch"
+  "$py" -m pip install -q -U --upgrade-strategy eager -e ".[test]"
+  echo "test.sh: setup took $((SECONDS - start)) s; $("$py" -c "$VERSIONS")"
+  run_pytest "$py" "$@"
+}
+
+if [[ ${1:-} == --py312 ]]; then
+  py312_core "${@:2}"
+else
+  main_suite "$@"
+fi
