@@ -14,7 +14,35 @@ from ..functional._pad import center_crop, center_pad, check_sizes
 GRID_DIMS = ("Nx", "Ny", "Nz")
 
 
-class Pad(NamedLinop):
+class AbstractCenterResize(NamedLinop):
+    """Shared shape logic of [`Pad`][] and [`Crop`][]: `batch_shape + in_shape ->
+    batch_shape + out_shape`, where the trailing image dims change size from
+    `in_size` to `out_size` (properties of the subclass)."""
+
+    in_shape: eqx.AbstractVar[Dims]
+    out_shape: eqx.AbstractVar[Dims]
+    batch_shape: eqx.AbstractVar[Dims]
+
+    def __check_init__(self):
+        check_image_shapes(self, (self.in_size, self.out_size))
+
+    @property
+    def ishape(self) -> Dims:
+        return self.batch_shape + self.in_shape
+
+    @property
+    def oshape(self) -> Dims:
+        return self.batch_shape + self.out_shape
+
+    def size(self, dim: str) -> int | None:
+        if dim in self.in_shape:
+            return self.in_size[self.in_shape.index(dim)]
+        if dim in self.out_shape:
+            return self.out_size[self.out_shape.index(dim)]
+        return None
+
+
+class Pad(AbstractCenterResize):
     r"""Centered zero padding of the last $D$ dims from `im_size` to `pad_im_size`.
 
     Dims: `batch_shape + in_shape -> batch_shape + out_shape`, by default
@@ -52,19 +80,13 @@ class Pad(NamedLinop):
             "Pad", in_shape, out_shape, self.im_size, self.batch_shape
         )
 
-    def __check_init__(self):
-        check_image_shapes(self, (self.im_size, self.pad_im_size))
+    @property
+    def in_size(self) -> tuple[int, ...]:
+        return self.im_size
 
     @property
-    def ishape(self) -> Dims:
-        return self.batch_shape + self.in_shape
-
-    @property
-    def oshape(self) -> Dims:
-        return self.batch_shape + self.out_shape
-
-    def size(self, dim: str) -> int | None:
-        return image_size(self, dim, self.im_size, self.pad_im_size)
+    def out_size(self) -> tuple[int, ...]:
+        return self.pad_im_size
 
     def apply(self, x: jax.Array) -> jax.Array:
         return center_pad(x, self.im_size, self.pad_im_size)
@@ -81,7 +103,7 @@ class Pad(NamedLinop):
         return identity_normal(self)
 
 
-class Crop(NamedLinop):
+class Crop(AbstractCenterResize):
     r"""Keep the centered `crop_im_size` block of the last $D$ dims (of size `im_size`).
 
     Dims: `batch_shape + in_shape -> batch_shape + out_shape`, by default
@@ -119,19 +141,13 @@ class Crop(NamedLinop):
             "Crop", in_shape, out_shape, self.im_size, self.batch_shape
         )
 
-    def __check_init__(self):
-        check_image_shapes(self, (self.im_size, self.crop_im_size))
+    @property
+    def in_size(self) -> tuple[int, ...]:
+        return self.im_size
 
     @property
-    def ishape(self) -> Dims:
-        return self.batch_shape + self.in_shape
-
-    @property
-    def oshape(self) -> Dims:
-        return self.batch_shape + self.out_shape
-
-    def size(self, dim: str) -> int | None:
-        return image_size(self, dim, self.im_size, self.crop_im_size)
+    def out_size(self) -> tuple[int, ...]:
+        return self.crop_im_size
 
     def apply(self, x: jax.Array) -> jax.Array:
         return center_crop(x, self.im_size, self.crop_im_size)
@@ -180,12 +196,3 @@ def check_image_shapes(op, sizes: tuple[tuple[int, ...], tuple[int, ...]]) -> No
                 f"{where}: dim {d!r} would have size {n_in} in the input and {n_out} in the "
                 f"output; name the resized dims differently in `in_shape` and `out_shape`."
             )
-
-
-def image_size(op, dim: str, in_sizes: tuple[int, ...], out_sizes: tuple[int, ...]) -> int | None:
-    """The size of an image dim of `op`, or None for other dims."""
-    if dim in op.in_shape:
-        return in_sizes[op.in_shape.index(dim)]
-    if dim in op.out_shape:
-        return out_sizes[op.out_shape.index(dim)]
-    return None
