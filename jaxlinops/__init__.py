@@ -4,7 +4,7 @@
 compose them with `@`, and use `A.H` (adjoint) and `A.N` (normal).
 """
 
-from importlib.metadata import PackageNotFoundError, version
+import importlib.metadata as _metadata
 
 from . import functional as functional, testing as testing
 from ._dims import Dim as Dim, Dims as Dims, next_unused as next_unused
@@ -36,6 +36,6 @@ from .linops import (
 )
 
 try:
-    __version__ = version("jaxlinops")
-except PackageNotFoundError:  # running from a source tree
+    __version__ = _metadata.version("jaxlinops")
+except _metadata.PackageNotFoundError:  # running from a source tree
     __version__ = "0.0.0+local"
