@@ -2,6 +2,7 @@
 
 from ._add import Add as Add
 from ._adjoint import Adjoint as Adjoint
+from ._blocks_ops import ArrayToBlocks as ArrayToBlocks, BlocksToArray as BlocksToArray
 from ._chain import Chain as Chain
 from ._concat import Concat as Concat
 from ._conv import Convolution as Convolution
@@ -11,6 +12,7 @@ from ._diagonal import Diagonal as Diagonal
 from ._einops import Rearrange as Rearrange, Repeat as Repeat, SumReduce as SumReduce
 from ._fft import FFT as FFT
 from ._identity import Identity as Identity, ShapeSpec as ShapeSpec, Zero as Zero
+from ._interp import Interpolate as Interpolate
 from ._pad import Crop as Crop, Pad as Pad
 from ._sampling import Sampling as Sampling
 from ._scalar import Scalar as Scalar

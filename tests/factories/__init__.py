@@ -1,8 +1,10 @@
 """Operator factories for the contract tests; importing this package registers them all."""
 
 from . import (
+    blocks,  # noqa: F401
     conv_simple,  # noqa: F401
     core,  # noqa: F401
     fft_pad,  # noqa: F401
+    interp,  # noqa: F401
     sampling_einops,  # noqa: F401
 )

@@ -1,0 +1,179 @@
+"""Patch extraction ("unfold") and its adjoint, summing patches back ("fold")."""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .._arrays import as_array
+
+
+def get_nblocks(
+    im_size: Sequence[int], block_size: Sequence[int], stride: Sequence[int] | None = None
+) -> tuple[int, ...]:
+    """The number of complete blocks per axis, `(im - block) // stride + 1`.
+
+    Incomplete blocks at the end of an axis are dropped:
+    `get_nblocks((7, 7), (3, 3), (2, 2)) == (3, 3)`. `stride` defaults to all ones.
+    """
+    return block_geometry("get_nblocks", im_size, block_size, stride)[3]
+
+
+def array_to_blocks(
+    x: jax.Array, block_size: Sequence[int], stride: Sequence[int] | None = None, mask=None
+) -> jax.Array:
+    r"""Extract (possibly overlapping) blocks from the last $D$ axes of `x` ("unfold").
+
+    $y[b, k, p] = x[b, k \cdot s + p]$ per axis: `x` of shape `[B..., *im]` with
+    `D = len(block_size)` gives `[B..., *nblocks, *block_size]`, where
+    `nblocks = get_nblocks(im, block_size, stride)`. With a boolean `mask` of shape
+    `block_size` only the masked block entries are kept, in row-major order:
+    `[B..., *nblocks, nnz(mask)]`. The adjoint is [`blocks_to_array`][].
+
+    **Arguments:**
+
+    - `x`: the array; its last `D` axes are the image.
+    - `block_size`: the `D` block sizes.
+    - `stride`: the `D` steps between block starts (default all ones).
+    - `mask`: an optional boolean array of shape `block_size`.
+    """
+    x = as_array(x, "`array_to_blocks(x=...)`")
+    ndim = len(block_size)
+    if x.ndim < ndim:
+        raise ValueError(
+            f"`array_to_blocks`: a {ndim}D block needs an array with at least {ndim} axes; "
+            f"got an array of shape {tuple(x.shape)}."
+        )
+    im = tuple(x.shape[x.ndim - ndim :])
+    geometry = _geometry("array_to_blocks", im, block_size, stride, mask)
+    return _unfold(x, geometry)
+
+
+def blocks_to_array(
+    y: jax.Array,
+    im_size: Sequence[int],
+    block_size: Sequence[int],
+    stride: Sequence[int] | None = None,
+    mask=None,
+) -> jax.Array:
+    r"""Sum blocks back into an array of size `im_size` ("fold"), the adjoint of
+    [`array_to_blocks`][].
+
+    `y` of shape `[B..., *nblocks, *block_size]` (or `[B..., *nblocks, nnz(mask)]` with a
+    `mask`) gives `[B..., *im_size]`; overlapping blocks add up, and image samples that no
+    block covers are zero.
+
+    **Arguments:**
+
+    - `y`: the blocks.
+    - `im_size`: the `D` sizes of the output image.
+    - `block_size`, `stride`, `mask`: as for [`array_to_blocks`][].
+    """
+    y = as_array(y, "`blocks_to_array(y=...)`")
+    geometry = _geometry("blocks_to_array", im_size, block_size, stride, mask)
+    core = geometry[3] + (geometry[1] if geometry[4] is None else (len(geometry[4][0]),))
+    if y.ndim < len(core) or tuple(y.shape[y.ndim - len(core) :]) != core:
+        raise ValueError(
+            f"`blocks_to_array`: expected the last {len(core)} axes of the blocks to have "
+            f"sizes {core} (nblocks, then block entries); got an array of shape "
+            f"{tuple(y.shape)}."
+        )
+    return _fold(y, geometry)
+
+
+def block_geometry(name: str, im_size, block_size, stride):
+    """Validated `(im, block, stride, nblocks)` tuples of ints; errors name `name`."""
+    im, block = tuple(int(n) for n in im_size), tuple(int(n) for n in block_size)
+    stride = (1,) * len(block) if stride is None else tuple(int(n) for n in stride)
+    if not block or len(im) != len(block) or len(stride) != len(block):
+        raise ValueError(
+            f"`{name}`: the array size, block size and stride need the same (non-zero) "
+            f"number of axes; got array size {im}, block size {block} and stride {stride}."
+        )
+    if min(im + block + stride) < 1:
+        raise ValueError(
+            f"`{name}`: sizes and strides must be positive; got array size {im}, block "
+            f"size {block} and stride {stride}."
+        )
+    nblocks = tuple((i - b) // s + 1 for i, b, s in zip(im, block, stride))
+    if min(nblocks) < 1:
+        raise ValueError(
+            f"`{name}`: the block size {block} is larger than the array size {im}, so no "
+            f"complete block fits."
+        )
+    return im, block, stride, nblocks
+
+
+def block_mask(name: str, mask, block_size: tuple[int, ...]) -> np.ndarray | None:
+    """`mask` as a numpy boolean array of shape `block_size`, or None."""
+    if mask is None:
+        return None
+    mask = np.asarray(mask)
+    if mask.dtype != np.bool_:
+        raise TypeError(f"`{name}`: `mask` must be a boolean array; got dtype {mask.dtype}.")
+    if mask.shape != block_size:
+        raise ValueError(
+            f"`{name}`: `mask` must have the block shape {block_size}; got shape {mask.shape}."
+        )
+    return mask
+
+
+def _geometry(name: str, im_size, block_size, stride, mask) -> tuple:
+    """Hashable `(im, block, stride, nblocks, offsets)`; `offsets` holds the per-axis
+    positions of the masked block entries (row-major), or is None without a mask."""
+    im, block, stride, nblocks = block_geometry(name, im_size, block_size, stride)
+    mask = block_mask(name, mask, block)
+    offsets = None if mask is None else tuple(tuple(map(int, o)) for o in np.nonzero(mask))
+    return im, block, stride, nblocks, offsets
+
+
+@functools.partial(jax.jit, static_argnums=1)
+def _unfold(x: jax.Array, geometry: tuple) -> jax.Array:
+    ndim = len(geometry[0])
+    flat = _flat_index(geometry)
+    batch = x.shape[: x.ndim - ndim]
+    out = x.reshape(batch + (math.prod(geometry[0]),)).at[..., flat]
+    return out.get(mode="promise_in_bounds")
+
+
+@functools.partial(jax.jit, static_argnums=1)
+def _fold(y: jax.Array, geometry: tuple) -> jax.Array:
+    im = geometry[0]
+    flat = _flat_index(geometry)
+    batch = y.shape[: y.ndim - flat.ndim]
+    out = jnp.zeros(batch + (math.prod(im),), y.dtype)
+    out = out.at[..., flat].add(y, mode="promise_in_bounds")
+    return out.reshape(batch + im)
+
+
+def _flat_index(geometry: tuple) -> jax.Array:
+    """Row-major positions in the flattened image of every block entry:
+    shape `(*nblocks, *block)`, or `(*nblocks, nnz)` with a mask."""
+    im, block, stride, nblocks, offsets = geometry
+    ndim = len(block)
+    dtype = jnp.int32 if math.prod(im) <= np.iinfo(np.int32).max else jnp.int64
+    if offsets is None:
+        entries = ndim
+        offsets = [
+            _axis(jnp.arange(b, dtype=dtype), ndim + d, 2 * ndim) for d, b in enumerate(block)
+        ]
+    else:
+        entries = 1
+        offsets = [jnp.asarray(o, dtype).reshape((1,) * ndim + (len(o),)) for o in offsets]
+    flat = jnp.zeros((1,) * (ndim + entries), dtype)
+    for d in range(ndim):
+        start = _axis(jnp.arange(nblocks[d], dtype=dtype) * stride[d], d, ndim + entries)
+        flat = flat * im[d] + start + offsets[d]
+    return flat
+
+
+def _axis(values: jax.Array, axis: int, ndim: int) -> jax.Array:
+    """`values` (1D) reshaped to lie along `axis` of an `ndim`-axis array."""
+    shape = [1] * ndim
+    shape[axis] = values.shape[0]
+    return values.reshape(shape)

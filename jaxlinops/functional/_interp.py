@@ -1,0 +1,175 @@
+"""Kernel interpolation between a grid and off-grid points ("ungrid") and its adjoint
+("grid")."""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Sequence
+
+import jax
+import jax.numpy as jnp
+
+from .._arrays import as_array, promote
+from ._kernels import check_locs, check_options, check_width, kernel_fn
+
+
+def interpolate(
+    vals: jax.Array,
+    locs: jax.Array,
+    width=4.0,
+    kernel: str = "kaiser_bessel",
+    norm: int = 1,
+    pad_mode: str = "circular",
+    kernel_params=None,
+) -> jax.Array:
+    r"""Interpolate grid values at off-grid points: $y[b, l] = \sum_g w(g - p_l) \, v[b, g]$.
+
+    `vals` has shape `[B..., *grid]`, the grid being its last `D = locs.shape[-1]` axes;
+    `locs` has shape `[L..., D]` in grid units (`[0, N - 1]`, 'ij' order); the result has
+    shape `[B..., L...]`. With radius $r_d = w_d / 2$, the grid points $g$ with
+    $|g_d - p_d| \le r_d$ on every axis contribute with weight
+    $\prod_d K((g_d - p_d) / r_d)$ (`norm=1`) or $K(\|(g - p) / r\|_2)$ (`norm=2`).
+
+    **Arguments:**
+
+    - `vals`: the grid values, real or complex.
+    - `locs`: the points, a real array `[L..., D]` (finite values).
+    - `width`: the kernel width in grid points: a number or one per grid axis, at most the
+      grid size.
+    - `kernel`: `"kaiser_bessel"` ($I_0(\beta \sqrt{1 - x^2})$, unnormalised) or
+      `"spline"` ($\max(1 - |x|, 0)$).
+    - `norm`: 1 (product of per-axis kernels) or 2 (kernel of the Euclidean distance).
+    - `pad_mode`: `"circular"` (grid indices wrap around) or `"zero"` (points outside the
+      grid are dropped).
+    - `kernel_params`: a mapping (or pairs) of kernel parameters: `{"beta": 1.0}` for
+      Kaiser–Bessel.
+    """
+    vals = as_array(vals, "`interpolate(vals=...)`")
+    locs = as_array(locs, "`interpolate(locs=...)`")
+    check_locs("interpolate", locs)
+    ndim = locs.shape[-1]
+    if vals.ndim < ndim:
+        raise ValueError(
+            f"`interpolate`: locs of shape {tuple(locs.shape)} address {ndim} grid axes, but "
+            f"`vals` has shape {tuple(vals.shape)}."
+        )
+    grid = vals.shape[vals.ndim - ndim :]
+    width = check_width("interpolate", width, grid)
+    norm, params = check_options("interpolate", kernel, norm, pad_mode, kernel_params)
+    return ungrid(vals, locs, width, kernel, norm, pad_mode, params)
+
+
+def interpolate_adjoint(
+    vals: jax.Array,
+    locs: jax.Array,
+    grid_size: Sequence[int],
+    width=4.0,
+    kernel: str = "kaiser_bessel",
+    norm: int = 1,
+    pad_mode: str = "circular",
+    kernel_params=None,
+) -> jax.Array:
+    r"""The adjoint of [`interpolate`][] ("gridding"): spread point values onto a zero grid,
+    $g[b, n] = \sum_l w(n - p_l) \, v[b, l]$.
+
+    `vals` has shape `[B..., L...]` with `[L...] = locs.shape[:-1]`; the result has shape
+    `[B..., *grid_size]`. The arguments are those of [`interpolate`][], plus `grid_size`,
+    the `D` sizes of the grid.
+    """
+    vals = as_array(vals, "`interpolate_adjoint(vals=...)`")
+    locs = as_array(locs, "`interpolate_adjoint(locs=...)`")
+    check_locs("interpolate_adjoint", locs)
+    grid = tuple(int(n) for n in grid_size)
+    if len(grid) != locs.shape[-1] or any(n < 1 for n in grid):
+        raise ValueError(
+            f"`interpolate_adjoint`: grid_size must give {locs.shape[-1]} positive sizes (one "
+            f"per locs coordinate, locs shape {tuple(locs.shape)}); got {tuple(grid_size)}."
+        )
+    points = locs.shape[:-1]
+    if vals.ndim < len(points) or vals.shape[vals.ndim - len(points) :] != points:
+        raise ValueError(
+            f"`interpolate_adjoint`: the last axes of `vals` must be the locs batch shape "
+            f"{points}; got `vals` of shape {tuple(vals.shape)}."
+        )
+    width = check_width("interpolate_adjoint", width, grid)
+    norm, params = check_options("interpolate_adjoint", kernel, norm, pad_mode, kernel_params)
+    return grid_points(vals, locs, grid, width, kernel, norm, pad_mode, params)
+
+
+@functools.partial(jax.jit, static_argnums=(2, 3, 4, 5, 6))
+def ungrid(vals, locs, width, kernel, norm, pad_mode, params) -> jax.Array:
+    """[`interpolate`][] on checked, normalised options (no input checks), compiled as one
+    program per shape and option set."""
+    ndim = locs.shape[-1]
+    grid, batch = vals.shape[vals.ndim - ndim :], vals.shape[: vals.ndim - ndim]
+    points = locs.shape[:-1]
+    vals, locs = _promoted(vals, locs)
+    idx, weights = _neighbourhood(locs, grid, width, kernel, norm, pad_mode, params)
+    flat = vals.reshape((math.prod(batch), math.prod(grid)))
+    nearby = flat.at[:, idx].get(mode="promise_in_bounds")  # [B, P, G]
+    out = jnp.sum(nearby * weights.astype(vals.dtype)[None], axis=-1)
+    return out.reshape(batch + points)
+
+
+@functools.partial(jax.jit, static_argnums=(2, 3, 4, 5, 6, 7))
+def grid_points(vals, locs, grid_size, width, kernel, norm, pad_mode, params) -> jax.Array:
+    """[`interpolate_adjoint`][] on checked, normalised options (no input checks), compiled
+    as one program per shape and option set."""
+    points = locs.shape[:-1]
+    batch = vals.shape[: vals.ndim - len(points)]
+    vals, locs = _promoted(vals, locs)
+    idx, weights = _neighbourhood(locs, grid_size, width, kernel, norm, pad_mode, params)
+    spread = vals.reshape((math.prod(batch), idx.shape[0], 1)) * weights.astype(vals.dtype)[None]
+    out = jnp.zeros((math.prod(batch), math.prod(grid_size)), vals.dtype)
+    out = out.at[:, idx.ravel()].add(spread.reshape((out.shape[0], -1)), mode="promise_in_bounds")
+    return out.reshape(batch + tuple(grid_size))
+
+
+def _promoted(vals: jax.Array, locs: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """`vals` at (at least) floating precision and `locs` flattened to `[P, D]` in the
+    matching real dtype."""
+    if not jnp.issubdtype(locs.dtype, jnp.floating):
+        locs = locs.astype(jnp.result_type(float))
+    vals, _ = promote(vals, locs)
+    real = jnp.finfo(vals.dtype).dtype
+    return vals, locs.reshape((-1, locs.shape[-1])).astype(real)
+
+
+def _neighbourhood(locs, grid, width, kernel, norm, pad_mode, params):
+    """Flat grid indices `[P, G]` and kernel weights `[P, G]` of the `G` candidate grid points
+    around each of the `P` points (`locs` is `[P, D]`).
+
+    Per axis the candidates are `ceil(p - r) + {0, ..., floor(w)}`, which holds every grid
+    point within the radius; candidates further than `r` away on any axis get weight 0.
+    """
+    ndim = len(grid)
+    fn = kernel_fn(kernel, params)
+    itype = jnp.int32 if math.prod(grid) < 2**31 else jnp.int64
+    idx = jnp.zeros((locs.shape[0],) + (1,) * ndim, itype)
+    inside = jnp.ones(idx.shape, bool)
+    value = jnp.ones(idx.shape, locs.dtype) if norm == 1 else jnp.zeros(idx.shape, locs.dtype)
+    for d, (n, w) in enumerate(zip(grid, width)):
+        shape = [1] * (ndim + 1)
+        shape[d + 1] = math.floor(w) + 1
+        p = locs[:, d].reshape((-1,) + (1,) * ndim)
+        r = w / 2
+        offsets = jnp.arange(shape[d + 1], dtype=itype).reshape(shape)
+        g = jnp.ceil(p - r).astype(itype) + offsets
+        distance = g.astype(locs.dtype) - p
+        inside = inside & (jnp.abs(distance) <= r)
+        delta = distance / r
+        if pad_mode == "zero":
+            inside = inside & (g >= 0) & (g < n)
+        idx = idx * n + g % n
+        value = value * fn(delta) if norm == 1 else value + delta * delta
+    if norm == 2:
+        value = fn(_safe_sqrt(value))
+    weights = jnp.where(inside & jnp.isfinite(value), value, 0.0)
+    return idx.reshape((locs.shape[0], -1)), weights.reshape((locs.shape[0], -1))
+
+
+def _safe_sqrt(x: jax.Array) -> jax.Array:
+    """`sqrt(x)` with a finite gradient at 0."""
+    positive = x > 0
+    return jnp.where(positive, jnp.sqrt(jnp.where(positive, x, 1.0)), 0.0)

@@ -1,0 +1,120 @@
+"""Interpolation kernels on $[-1, 1]$ and the option checks shared by the interpolators."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+KERNELS = ("kaiser_bessel", "spline")
+PAD_MODES = ("circular", "zero")
+_KERNEL_PARAMS = {"kaiser_bessel": {"beta": 1.0}, "spline": {}}
+
+# Abramowitz & Stegun 9.8.1 and 9.8.2 (p. 378), as in torchlinops and sigpy.
+_I0_SMALL = (1.0, 3.5156229, 3.0899424, 1.2067492, 0.2659732, 0.0360768, 0.0045813)
+_I0_LARGE = (
+    0.39894228,
+    0.01328592,
+    0.00225319,
+    -0.00157565,
+    0.00916281,
+    -0.02057706,
+    0.02635537,
+    -0.01647633,
+    0.00392377,
+)
+
+
+def _polyval(coeffs: Sequence[float], t: jax.Array) -> jax.Array:
+    out = jnp.full_like(t, coeffs[-1])
+    for c in coeffs[-2::-1]:
+        out = out * t + c
+    return out
+
+
+def bessel_i0(x: jax.Array) -> jax.Array:
+    """$I_0(x)$ for $x \\ge 0$ by the Abramowitz–Stegun polynomials (relative error < 2e-7),
+    with the branches split at 3.75 as in torchlinops."""
+    small = x < 3.75
+    t = x / 3.75
+    t_large = jnp.where(small, 1.0, t)  # keeps the unused branch finite (and its gradient)
+    x_large = jnp.where(small, 1.0, x)
+    large = jnp.exp(x_large) / jnp.sqrt(x_large) * _polyval(_I0_LARGE, 1 / t_large)
+    return jnp.where(small, _polyval(_I0_SMALL, t * t), large)
+
+
+def kaiser_bessel(x: jax.Array, beta: float = 1.0) -> jax.Array:
+    r"""The (unnormalised) Kaiser–Bessel kernel $I_0(\beta \sqrt{1 - x^2})$ for $|x| \le 1$,
+    0 outside: it equals $I_0(\beta)$ at 0 and 1 at $|x| = 1$."""
+    inside = jnp.abs(x) <= 1
+    s = jnp.where(inside, 1 - x * x, 1.0)
+    return jnp.where(inside, bessel_i0(beta * jnp.sqrt(s)), 0.0)
+
+
+def spline(x: jax.Array) -> jax.Array:
+    """The linear (triangle) kernel $\\max(1 - |x|, 0)$."""
+    return jnp.maximum(1 - jnp.abs(x), 0.0)
+
+
+def kernel_fn(kernel: str, params: tuple[tuple[str, float], ...]) -> Callable:
+    """The kernel function for a checked `kernel` name and its parameters."""
+    if kernel == "spline":
+        return spline
+    beta = dict(params)["beta"]
+    return lambda x: kaiser_bessel(x, beta)
+
+
+def check_options(name: str, kernel: str, norm, pad_mode: str, kernel_params) -> tuple:
+    """Validate the kernel options; return `(norm, kernel_params)` normalised to an int and a
+    sorted tuple of `(name, float)` pairs with the defaults filled in."""
+    if kernel not in KERNELS:
+        raise ValueError(f"`{name}`: unknown kernel {kernel!r}; expected one of {KERNELS}.")
+    if pad_mode not in PAD_MODES:
+        raise ValueError(f"`{name}`: unknown pad_mode {pad_mode!r}; expected one of {PAD_MODES}.")
+    if str(norm) not in ("1", "2") or isinstance(norm, bool):
+        raise ValueError(f"`{name}`: norm must be 1 or 2; got {norm!r}.")
+    given = dict(kernel_params or ())
+    unknown = sorted(set(given) - set(_KERNEL_PARAMS[kernel]))
+    if unknown:
+        raise ValueError(
+            f"`{name}`: unknown kernel_params {unknown} for kernel {kernel!r}; expected keys "
+            f"among {sorted(_KERNEL_PARAMS[kernel])}."
+        )
+    params = {**_KERNEL_PARAMS[kernel], **given}
+    return int(norm), tuple(sorted((k, float(v)) for k, v in params.items()))
+
+
+def check_width(name: str, width, grid: Sequence[int]) -> tuple[float, ...]:
+    """Validate `width` (a number or one per grid axis) against the grid; return a tuple of
+    floats, one per axis."""
+    ndim = len(grid)
+    widths = tuple(width) if isinstance(width, Sequence) else (width,) * ndim
+    if len(widths) != ndim:
+        raise ValueError(
+            f"`{name}`: width must be a number or a tuple of {ndim} numbers (one per grid "
+            f"axis); got {width!r}."
+        )
+    widths = tuple(float(w) for w in widths)
+    if any(not np.isfinite(w) or w <= 0 for w in widths):
+        raise ValueError(f"`{name}`: widths must be positive and finite; got {width!r}.")
+    if any(w > n for w, n in zip(widths, grid)):
+        raise ValueError(
+            f"`{name}`: the kernel width {widths} must not exceed the grid size {tuple(grid)}."
+        )
+    return widths
+
+
+def check_locs(name: str, locs: jax.Array) -> None:
+    """Raise unless `locs` is a real array `[L..., D]` with finite values (values are checked
+    only when concrete)."""
+    if locs.ndim < 1 or locs.shape[-1] < 1:
+        raise ValueError(
+            f"`{name}`: locs must have shape [L..., D] with D >= 1; got shape {tuple(locs.shape)}."
+        )
+    real = jnp.issubdtype(locs.dtype, jnp.floating) or jnp.issubdtype(locs.dtype, jnp.integer)
+    if not real:
+        raise TypeError(f"`{name}`: locs must be a real array; got dtype {locs.dtype}.")
+    if not isinstance(locs, jax.core.Tracer) and not bool(jnp.all(jnp.isfinite(locs))):
+        raise ValueError(f"`{name}`: locs contain NaN or Inf values.")
