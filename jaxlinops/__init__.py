@@ -11,6 +11,7 @@ from ._dims import Dim as Dim, Dims as Dims, next_unused as next_unused
 from ._linop import NamedLinop as NamedLinop, dims_field as dims_field, rename as rename
 from .linops import (
     FFT as FFT,
+    NUFFT as NUFFT,
     Add as Add,
     Adjoint as Adjoint,
     ArrayToBlocks as ArrayToBlocks,

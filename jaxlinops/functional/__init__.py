@@ -7,4 +7,10 @@ from ._blocks import (
 )
 from ._index import index as index, index_adjoint as index_adjoint
 from ._interp import interpolate as interpolate, interpolate_adjoint as interpolate_adjoint
+from ._nufft import (
+    NUFFTPlan as NUFFTPlan,
+    nufft as nufft,
+    nufft_adjoint as nufft_adjoint,
+    nufft_plan as nufft_plan,
+)
 from ._pad import center_crop as center_crop, center_pad as center_pad

@@ -13,6 +13,7 @@ from ._einops import Rearrange as Rearrange, Repeat as Repeat, SumReduce as SumR
 from ._fft import FFT as FFT
 from ._identity import Identity as Identity, ShapeSpec as ShapeSpec, Zero as Zero
 from ._interp import Interpolate as Interpolate
+from ._nufft import NUFFT as NUFFT
 from ._pad import Crop as Crop, Pad as Pad
 from ._sampling import Sampling as Sampling
 from ._scalar import Scalar as Scalar

@@ -6,5 +6,6 @@ from . import (
     core,  # noqa: F401
     fft_pad,  # noqa: F401
     interp,  # noqa: F401
+    nufft,  # noqa: F401
     sampling_einops,  # noqa: F401
 )

@@ -1,0 +1,196 @@
+"""The non-uniform FFT (NUFFT): apodize, zero-pad, centered FFT, Kaiser–Bessel interpolation."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .._arrays import as_array, promote, right_align
+from ._index import index, index_adjoint
+from ._interp import grid_points, ungrid
+from ._kernels import check_locs, check_width
+from ._pad import _check_trailing, center_crop, center_pad
+
+MODES = ("interpolate", "sampling")
+
+
+class NUFFTPlan(eqx.Module):
+    """What [`nufft`][] and [`nufft_adjoint`][] need, computed once by [`nufft_plan`][].
+
+    `locs` are the points in padded-grid units (`[0, Npad)`, floats for
+    `mode="interpolate"`, rounded integers for `mode="sampling"`); `apodize` is the real
+    apodization over the image grid (None in sampling mode). The sizes, kernel width,
+    Kaiser–Bessel β and mode are static.
+    """
+
+    locs: jax.Array
+    apodize: jax.Array | None
+    grid_size: tuple[int, ...] = eqx.field(static=True)
+    padded_size: tuple[int, ...] = eqx.field(static=True)
+    width: float = eqx.field(static=True)
+    beta: float = eqx.field(static=True)
+    mode: str = eqx.field(static=True)
+
+    @property
+    def scale(self) -> float:
+        """$w^D \\sqrt{\\prod N / \\prod N_{pad}}$; the interpolated output is divided by it."""
+        ratio = math.prod(self.grid_size) / math.prod(self.padded_size)
+        return self.width ** len(self.grid_size) * math.sqrt(ratio)
+
+
+def nufft_plan(
+    locs,
+    grid_size: Sequence[int],
+    oversamp: float = 1.25,
+    width: float = 4.0,
+    mode: str = "interpolate",
+    apodize_weights=None,
+) -> NUFFTPlan:
+    r"""Prepare a NUFFT on the image grid `grid_size` at the points `locs`.
+
+    **Arguments:**
+
+    - `locs`: a real array `[L..., D]` of frequencies in cycles per field of view,
+      $[-N/2, N/2]$ per axis ('ij' order, `D = len(grid_size)`, finite values).
+    - `grid_size`: the `D` image sizes $N$.
+    - `oversamp`: the padded grid is $N_{pad} = \lfloor \mathrm{oversamp} \cdot N \rfloor$
+      per axis (at least 1).
+    - `width`: the Kaiser–Bessel kernel width in padded-grid points (at most $N_{pad}$);
+      $\beta = \pi \sqrt{(w / \mathrm{os})^2 (\mathrm{os} - 1/2)^2 - 0.8}$.
+    - `mode`: `"interpolate"` (Kaiser–Bessel gridding) or `"sampling"` (nearest padded-grid
+      point, no apodization or scaling).
+    - `apodize_weights`: real weights of shape `grid_size` replacing the default
+      apodization (interpolate mode only).
+    """
+    return make_plan("nufft_plan", locs, grid_size, oversamp, width, mode, apodize_weights)
+
+
+def nufft(x: jax.Array, plan: NUFFTPlan) -> jax.Array:
+    r"""The NUFFT $y_l \approx (\prod N)^{-1/2} \sum_n x[n]\, e^{-2\pi i \sum_d p_{l,d}
+    (n_d - N_d // 2) / N_d}$ of `x` `[B..., *grid_size]` at the plan's points: `[B..., L...]`.
+
+    Interpolate mode computes `x * apodize -> center pad -> centered orthonormal FFT ->
+    Kaiser–Bessel interpolation -> / scale`.
+    """
+    x = as_array(x, "`nufft(x)`")
+    _check_trailing("nufft", x, plan.grid_size)
+    return forward(x, plan)
+
+
+def nufft_adjoint(y: jax.Array, plan: NUFFTPlan) -> jax.Array:
+    """The adjoint of [`nufft`][]: `[B..., L...] -> [B..., *grid_size]`, the steps of
+    [`nufft`][] reversed and conjugated."""
+    y = as_array(y, "`nufft_adjoint(y)`")
+    _check_trailing("nufft_adjoint", y, plan.locs.shape[:-1])
+    return adjoint(y, plan)
+
+
+@jax.jit
+def forward(x: jax.Array, plan: NUFFTPlan) -> jax.Array:
+    """[`nufft`][] without input checks, compiled once per shape and plan settings."""
+    ndim = len(plan.grid_size)
+    if plan.mode == "interpolate":
+        x, apodize = promote(x, right_align(plan.apodize, x.ndim))
+        x = x * apodize
+    k = _centered_fft(center_pad(x, plan.grid_size, plan.padded_size), jnp.fft.fftn, ndim)
+    if plan.mode == "sampling":
+        return index(k, tuple(jnp.moveaxis(plan.locs, -1, 0)))
+    return ungrid(k, plan.locs, *_kernel(plan)) / plan.scale
+
+
+@jax.jit
+def adjoint(y: jax.Array, plan: NUFFTPlan) -> jax.Array:
+    """[`nufft_adjoint`][] without input checks, compiled once per shape and plan settings."""
+    ndim = len(plan.grid_size)
+    if plan.mode == "sampling":
+        k = index_adjoint(y, tuple(jnp.moveaxis(plan.locs, -1, 0)), plan.padded_size)
+    else:
+        k = grid_points(y / plan.scale, plan.locs, plan.padded_size, *_kernel(plan))
+    x = center_crop(_centered_fft(k, jnp.fft.ifftn, ndim), plan.padded_size, plan.grid_size)
+    if plan.mode == "sampling":
+        return x
+    x, apodize = promote(x, right_align(plan.apodize, x.ndim))
+    return x * apodize
+
+
+def make_plan(name, locs, grid_size, oversamp, width, mode, apodize_weights) -> NUFFTPlan:
+    """[`nufft_plan`][] with errors naming `name`."""
+    locs = as_array(locs, f"`{name}(locs=...)`")
+    check_locs(name, locs)
+    grid = tuple(int(n) for n in grid_size)
+    if locs.shape[-1] != len(grid) or any(n < 1 for n in grid):
+        raise ValueError(
+            f"`{name}`: locs must have shape [L..., D] with D = len(grid_size) = {len(grid)} "
+            f"(and positive sizes); got locs of shape {tuple(locs.shape)} and grid_size "
+            f"{tuple(grid_size)}."
+        )
+    if mode not in MODES:
+        raise ValueError(f"`{name}`: unknown mode {mode!r}; expected one of {MODES}.")
+    if not float(oversamp) >= 1.0:
+        raise ValueError(f"`{name}`: oversamp must be at least 1; got {oversamp!r}.")
+    padded = tuple(int(n * float(oversamp)) for n in grid)
+    w = check_width(name, float(width), padded)[0]
+    beta = _beta(name, w, float(oversamp))
+    if not jnp.issubdtype(locs.dtype, jnp.floating):
+        locs = locs.astype(jnp.result_type(float))
+    shape = (1,) * (locs.ndim - 1) + (len(grid),)
+    n, npad = np.array(grid, float), np.array(padded, float)
+    npad_ = jnp.asarray(npad.reshape(shape), locs.dtype)
+    prepped = locs * jnp.asarray((npad / n).reshape(shape), locs.dtype) + npad_ // 2
+    if mode == "sampling":
+        if apodize_weights is not None:
+            raise ValueError(f"`{name}`: apodize_weights apply only to mode='interpolate'.")
+        prepped = jnp.remainder(jnp.round(prepped), npad_).astype(jnp.int32)
+        return NUFFTPlan(prepped, None, grid, padded, w, beta, mode)
+    prepped = jnp.remainder(prepped, npad_)
+    apodize = _apodize_weights(name, apodize_weights, grid, padded, w, beta, locs.dtype)
+    return NUFFTPlan(prepped, apodize, grid, padded, w, beta, mode)
+
+
+def _beta(name: str, width: float, oversamp: float) -> float:
+    square = (width / oversamp) ** 2 * (oversamp - 0.5) ** 2 - 0.8
+    if square <= 0:
+        raise ValueError(
+            f"`{name}`: width {width} and oversamp {oversamp} give no real Kaiser–Bessel "
+            f"beta ((w / os)^2 (os - 1/2)^2 - 0.8 = {square:.3g} must be positive)."
+        )
+    return math.pi * math.sqrt(square)
+
+
+def _apodize_weights(name, weights, grid, padded, width, beta, dtype) -> jax.Array:
+    """The given weights (checked) or the default: the inverse Fourier transform of the
+    kernel on the image grid, $\\prod_d a_d / \\sinh(a_d)$ with
+    $a_d = \\sqrt{\\beta^2 - (\\pi w (n_d - N_d // 2) / N_{pad,d})^2}$."""
+    if weights is None:
+        weights = np.ones(grid)
+        for d, (n, npad) in enumerate(zip(grid, padded)):
+            k = np.arange(n) - n // 2
+            a = np.sqrt((beta**2 - (np.pi * width * k / npad) ** 2).astype(complex))
+            ratio = np.where(a == 0, 1.0, a / np.sinh(np.where(a == 0, 1.0, a))).real
+            weights = weights * ratio.reshape((n,) + (1,) * (len(grid) - d - 1))
+        weights = weights.astype(dtype)
+    weights = as_array(weights, f"`{name}(apodize_weights=...)`")
+    if tuple(weights.shape) != grid or jnp.iscomplexobj(weights):
+        raise ValueError(
+            f"`{name}`: apodize_weights must be a real array of shape grid_size {grid}; got "
+            f"shape {tuple(weights.shape)} and dtype {weights.dtype}."
+        )
+    if not isinstance(weights, jax.core.Tracer) and not bool(jnp.all(jnp.isfinite(weights))):
+        raise ValueError(f"`{name}`: apodize_weights contain NaN or Inf values.")
+    return weights
+
+
+def _centered_fft(x: jax.Array, fn, ndim: int) -> jax.Array:
+    """Orthonormal `fn` (`fftn` or `ifftn`) over the last `ndim` axes, origin at `N // 2`."""
+    axes = tuple(range(-ndim, 0))
+    return jnp.fft.fftshift(fn(jnp.fft.ifftshift(x, axes), axes=axes, norm="ortho"), axes)
+
+
+def _kernel(plan: NUFFTPlan) -> tuple:
+    ndim = len(plan.grid_size)
+    return (plan.width,) * ndim, "kaiser_bessel", 1, "circular", (("beta", plan.beta),)

@@ -1,0 +1,172 @@
+"""NUFFT and its functional form against an exact non-uniform DFT written in numpy,
+numpy FFT/pad/index references for the sampling mode, and the error paths."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from helpers import assert_close, rand
+
+import jaxlinops as jl
+
+F = jl.functional
+CASES = {"2d": ((16, 16), 200), "3d": ((8, 8, 8), 150)}
+# (oversamp, width) -> the relative L2 error bound against the exact DFT
+ACCURACY = {(1.25, 4.0): 1e-2, (2.0, 6.0): 1e-5}
+
+
+def dft_matrix(locs, grid):
+    """The exact centered, orthonormal non-uniform DFT [points, grid entries]:
+    exp(-2 pi i sum_d k_d (n_d - N_d // 2) / N_d) / sqrt(prod N)."""
+    locs = np.asarray(locs, np.float64).reshape(-1, len(grid))
+    axes = np.meshgrid(*[np.arange(n) - n // 2 for n in grid], indexing="ij")
+    phase = sum(np.outer(locs[:, d], axes[d].ravel()) / n for d, n in enumerate(grid))
+    return np.exp(-2j * np.pi * phase) / np.sqrt(np.prod(grid))
+
+
+def random_locs(seed, grid, npoints, dtype=np.float64):
+    rng = np.random.default_rng(seed)
+    return (rng.uniform(-0.5, 0.5, (npoints, len(grid))) * np.array(grid)).astype(dtype)
+
+
+def rel_err(got, want):
+    got, want = np.asarray(got).ravel(), np.asarray(want).ravel()
+    return np.linalg.norm(got - want) / np.linalg.norm(want)
+
+
+@pytest.mark.parametrize("oswidth", sorted(ACCURACY))
+@pytest.mark.parametrize("dtype", [jnp.complex64, jnp.complex128], ids=["c64", "c128"])
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_accuracy_against_exact_dft(case, dtype, oswidth):
+    grid, npoints = CASES[case]
+    real = jnp.finfo(dtype).dtype
+    locs = random_locs(1, grid, npoints, real)
+    plan = F.nufft_plan(locs, grid, *oswidth)
+    x, y = rand(2, grid, dtype), rand(3, (npoints,), dtype)
+    E = dft_matrix(locs, grid)
+    bound = ACCURACY[oswidth]
+    assert rel_err(F.nufft(x, plan), E @ np.asarray(x).ravel()) <= bound
+    assert rel_err(F.nufft_adjoint(y, plan), E.conj().T @ np.asarray(y)) <= bound
+    assert F.nufft(x, plan).dtype == dtype and F.nufft_adjoint(y, plan).dtype == dtype
+
+
+def test_plan_contents():
+    plan = F.nufft_plan(np.array([[0.0, -8.0], [7.5, 3.0]]), (16, 16))
+    assert plan.padded_size == (20, 20) and plan.beta == pytest.approx(6.99666, abs=1e-5)
+    assert plan.scale == pytest.approx(16 * np.sqrt(256 / 400))
+    np.testing.assert_allclose(plan.locs, [[10.0, 0.0], [19.375, 13.75]])
+    n = np.arange(16) - 8
+    a = np.sqrt(plan.beta**2 - (np.pi * 4 * n / 20) ** 2)
+    np.testing.assert_allclose(plan.apodize, np.outer(a / np.sinh(a), a / np.sinh(a)))
+    assert F.nufft_plan(np.zeros((1, 2)), (16, 16), 2.0, 6.0).beta == pytest.approx(13.8551, 1e-5)
+
+
+def test_linop_matches_functional_and_dft():
+    grid, locs = (8, 6), random_locs(4, (8, 6), 12).reshape(3, 4, 2)
+    op = jl.NUFFT(locs, grid, "R K", oversamp=2.0, width=6.0)
+    assert op.ishape == ("...", "Nx", "Ny") and op.oshape == ("...", "R", "K")
+    x = rand(5, (2, 8, 6))
+    want = np.asarray(x).reshape(2, -1) @ dft_matrix(locs, grid).T
+    assert rel_err(op(x), want.reshape(2, 3, 4)) <= 1e-4
+    assert_close(op(x), F.nufft(x, F.nufft_plan(locs, grid, 2.0, 6.0)), jnp.complex128)
+    assert op.flatten() == (op,) and isinstance(op.H, jl.Adjoint)
+    assert op.size("Nx") == 8 and op.size("K") == 4 and op.size("C") is None
+
+
+def test_dot_test_and_normal():
+    grid = (6, 7)
+    op = jl.NUFFT(random_locs(6, grid, 9), grid, "K", batch_shape="C", toeplitz=True)
+    assert op.toeplitz and op.toeplitz_oversamp == 2.0
+    x, y = rand(7, (2, 6, 7)), rand(8, (2, 9))
+    jl.testing.assert_adjoint(op, x, y)
+    assert_close(op.N(x), op.H(op(x)), jnp.complex128)
+    assert op.N.oshape == ("C", "Nx1", "Ny1")
+
+
+def test_centre_delta_is_flat_and_shift_is_linear_phase():
+    grid, locs = (16, 16), random_locs(9, (16, 16), 50)
+    plan = F.nufft_plan(locs, grid)
+    delta = np.zeros(grid, np.complex128)
+    delta[8, 8] = 1
+    assert rel_err(F.nufft(jnp.asarray(delta), plan), np.full(50, 1 / 16)) <= 1e-2
+    shifted = np.roll(delta, 1, axis=0)
+    want = np.exp(-2j * np.pi * locs[:, 0] / 16) / 16
+    assert rel_err(F.nufft(jnp.asarray(shifted), plan), want) <= 1e-2
+
+
+def test_batch_jit_vmap_and_traced_plan():
+    grid, locs = (6, 5), random_locs(10, (6, 5), 7)
+    op = jl.NUFFT(locs, grid, "K", batch_shape="C")
+    x = rand(11, (3, 6, 5))
+    flat = jl.NUFFT(locs, grid, "K")
+    per_slice = jnp.stack([flat(x[c]) for c in range(3)])
+    assert_close(op(x), per_slice, jnp.complex128)
+    assert_close(jax.jit(lambda A, v: A(v))(op, x), per_slice, jnp.complex128)
+    assert_close(jax.vmap(op)(x[:, None]), per_slice[:, None], jnp.complex128)
+    assert_close(jax.vmap(flat)(x), per_slice, jnp.complex128)
+    traced = jax.jit(lambda p, v: F.nufft(v, F.nufft_plan(p, grid)))(locs, x)
+    assert_close(traced, per_slice, jnp.complex128)
+
+
+def test_rename_keeps_the_plan():
+    op = jl.rename(jl.NUFFT(random_locs(12, (4, 4), 3), (4, 4), "K"), {"Nx": "X", "K": "T"})
+    assert op.ishape == ("...", "X", "Ny") and op.oshape == ("...", "T") and op.size("T") == 3
+
+
+def test_apodize_weights_override():
+    grid, locs = (6, 6), random_locs(13, (6, 6), 5)
+    weights = np.linspace(0.5, 2, 36).reshape(grid)
+    op = jl.NUFFT(locs, grid, "K", apodize_weights=weights)
+    base = F.nufft_plan(locs, grid)
+    x = rand(14, grid)
+    want = F.nufft(x * jnp.asarray(weights / np.asarray(base.apodize) + 0j), base)
+    assert_close(op(x), want, jnp.complex128)
+
+
+def test_sampling_mode_against_numpy():
+    grid, locs = (6, 5), random_locs(15, (6, 5), 8)
+    op = jl.NUFFT(locs, grid, "K", mode="sampling", oversamp=1.5)
+    assert op.mode == "sampling"
+    x, y = rand(16, grid), rand(17, (8,))
+    padded = np.pad(np.asarray(x), ((1, 2), (1, 1)))  # (9, 7), centre 3 -> 4, 2 -> 3
+    k = np.fft.fftshift(np.fft.fftn(np.fft.ifftshift(padded), norm="ortho"))
+    idx = np.round(locs * np.array([9, 7]) / np.array(grid) + np.array([4, 3]))
+    idx = idx.astype(int) % np.array([9, 7])
+    assert_close(op(x), k[idx[:, 0], idx[:, 1]], jnp.complex128)
+    jl.testing.assert_adjoint(op, x, y)
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(locs=np.array([[0.0, np.nan]])), "NUFFT`: locs contain NaN"),
+        (dict(locs=np.zeros((3, 3))), "NUFFT`: locs must have shape .* D = len"),
+        (dict(mode="gridded"), "NUFFT`: unknown mode 'gridded'"),
+        (dict(width=6.0, grid_size=(4, 4)), "NUFFT`: the kernel width .* must not exceed"),
+        (dict(oversamp=0.5), "NUFFT`: oversamp must be at least 1"),
+        (dict(width=1.0), "NUFFT`: width 1.0 and oversamp 1.25 give no real Kaiser"),
+        (dict(apodize_weights=np.full((8, 8), np.inf)), "NUFFT`: apodize_weights contain NaN"),
+        (dict(apodize_weights=np.ones((8, 7))), "NUFFT`: apodize_weights must be a real array"),
+        (dict(apodize_weights=np.ones((8, 8)), mode="sampling"), "NUFFT`: apodize_weights app"),
+        (dict(output_shape="R K"), r"NUFFT\(.*`output_shape` must name 1 dims"),
+        (dict(input_shape="Nx"), r"NUFFT\(.*`input_shape` must name 2 dims"),
+        (dict(input_kshape="... K"), r"NUFFT\(.*'...' may appear only"),
+        (dict(output_shape="Nx"), r"NUFFT\(.*must all be distinct"),
+    ],
+)
+def test_errors(kwargs, match):
+    args = dict(locs=np.zeros((3, 2)), grid_size=(8, 8), output_shape="K") | kwargs
+    with pytest.raises(ValueError, match=match):
+        jl.NUFFT(**args)
+
+
+def test_functional_errors():
+    plan = F.nufft_plan(np.zeros((3, 2)), (8, 8))
+    with pytest.raises(ValueError, match="`nufft`: expected the last 2 axes .* \\(8, 8\\)"):
+        F.nufft(jnp.zeros((8, 7)), plan)
+    with pytest.raises(ValueError, match="`nufft_adjoint`: expected the last 1 axes .* \\(3,\\)"):
+        F.nufft_adjoint(jnp.zeros((2,)), plan)
+    with pytest.raises(ValueError, match="`nufft_plan`: unknown mode"):
+        F.nufft_plan(np.zeros((3, 2)), (8, 8), mode="x")
+    with pytest.raises(ValueError, match="`NUFFT` expected dim 'Nx' of size 8"):
+        jl.NUFFT(np.zeros((3, 2)), (8, 8), "K")(jnp.zeros((7, 8)))
