@@ -238,6 +238,17 @@ def axis_of(shape: Dims, dim: str) -> int:
     return i
 
 
+def size_of(dim: str, *layouts: tuple[Dims, Sequence[int]]) -> int | None:
+    """The size of `dim` from the first `(dims, sizes)` layout that names it, else None.
+
+    `size_of("Nx", (("K",), locs_shape), (("Nx", "Ny"), grid_size)) == grid_size[0]`.
+    """
+    for dims, sizes in layouts:
+        if dim in dims:
+            return sizes[dims.index(dim)]
+    return None
+
+
 def unique(dims: Iterable[str]) -> Dims:
     """Dims in first-seen order without repeats."""
     return tuple(dict.fromkeys(dims))

@@ -9,7 +9,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._dims import ELLIPSIS, Dims, DimsLike, as_dims, fmt
+from .._dims import ELLIPSIS, Dims, DimsLike, as_dims, fmt, size_of
 from .._linop import NamedLinop, dims_field, normal_oshape, with_oshape
 from ..functional._blocks import (
     array_to_blocks,
@@ -100,12 +100,9 @@ class _Blocks(NamedLinop):
         return block_geometry(self.name, self.grid_size, self.block_size, self.stride)[3]
 
     def size(self, dim: str) -> int | None:
-        if dim in self.array_shape:
-            return self.grid_size[self.array_shape.index(dim)]
-        if dim in self.blocks_shape:
-            entries = self.block_size if self.mask is None else (sum(self.mask),)
-            return (self.nblocks + entries)[self.blocks_shape.index(dim)]
-        return None
+        entries = self.block_size if self.mask is None else (sum(self.mask),)
+        layouts = (self.array_shape, self.grid_size), (self.blocks_shape, self.nblocks + entries)
+        return size_of(dim, *layouts)
 
     def _unfold(self, x: jax.Array) -> jax.Array:
         return array_to_blocks(x, self.block_size, self.stride, self.block_mask)

@@ -8,7 +8,7 @@ import equinox as eqx
 import jax
 
 from .._arrays import as_array
-from .._dims import ELLIPSIS, Dims, DimsLike, as_dims, fmt
+from .._dims import ELLIPSIS, Dims, DimsLike, as_dims, fmt, size_of
 from .._linop import NamedLinop, dims_field
 from ..functional._interp import grid_points, ungrid
 from ..functional._kernels import check_locs, check_options, check_width
@@ -117,11 +117,8 @@ class Interpolate(NamedLinop):
         return self.batch_shape + self.locs_batch_shape
 
     def size(self, dim: str) -> int | None:
-        if dim in self.locs_batch_shape:
-            return self.locs.shape[self.locs_batch_shape.index(dim)]
-        if dim in self.grid_shape:
-            return self.grid_size[self.grid_shape.index(dim)]
-        return None
+        layouts = (self.locs_batch_shape, self.locs.shape), (self.grid_shape, self.grid_size)
+        return size_of(dim, *layouts)
 
     def apply(self, x: jax.Array) -> jax.Array:
         return ungrid(x, self.locs, *self._options())

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import equinox as eqx
 import jax
 
-from .._dims import ELLIPSIS, Dims, DimsLike, as_dims, fmt
+from .._dims import ELLIPSIS, Dims, DimsLike, as_dims, fmt, size_of
 from .._linop import NamedLinop, dims_field
 from ..functional._nufft import NUFFTPlan, adjoint, forward, make_plan
 from ._fft import KSPACE_DIMS
@@ -115,11 +115,8 @@ class NUFFT(NamedLinop):
         return self.plan.mode
 
     def size(self, dim: str) -> int | None:
-        if dim in self.output_shape:
-            return self.plan.locs.shape[self.output_shape.index(dim)]
-        if dim in self.input_shape:
-            return self.plan.grid_size[self.input_shape.index(dim)]
-        return None
+        layouts = (self.output_shape, self.plan.locs.shape), (self.input_shape, self.plan.grid_size)
+        return size_of(dim, *layouts)
 
     def apply(self, x: jax.Array) -> jax.Array:
         return forward(x, self.plan)

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import equinox as eqx
 import jax
 
-from .._dims import ELLIPSIS, Dims, DimsLike, as_dims, fmt, next_unused
+from .._dims import ELLIPSIS, Dims, DimsLike, as_dims, fmt, next_unused, size_of
 from .._linop import NamedLinop, dims_field, identity_normal
 from ..functional._pad import center_crop, center_pad, check_sizes
 
@@ -35,11 +35,7 @@ class AbstractCenterResize(NamedLinop):
         return self.batch_shape + self.out_shape
 
     def size(self, dim: str) -> int | None:
-        if dim in self.in_shape:
-            return self.in_size[self.in_shape.index(dim)]
-        if dim in self.out_shape:
-            return self.out_size[self.out_shape.index(dim)]
-        return None
+        return size_of(dim, (self.in_shape, self.in_size), (self.out_shape, self.out_size))
 
 
 class Pad(AbstractCenterResize):

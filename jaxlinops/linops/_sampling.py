@@ -10,7 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._arrays import as_array
-from .._dims import ELLIPSIS, Dims, DimsLike, as_dims, fmt, has_wildcards
+from .._dims import ELLIPSIS, Dims, DimsLike, as_dims, fmt, has_wildcards, size_of
 from .._linop import NamedLinop, dims_field, normal_oshape, with_oshape
 from ..functional._index import index, index_adjoint
 from ._diagonal import Diagonal
@@ -120,11 +120,8 @@ class Sampling(NamedLinop):
         return jnp.stack(self.idx, axis=-1)
 
     def size(self, dim: str) -> int | None:
-        if dim in self.output_shape:
-            return self.idx[0].shape[self.output_shape.index(dim)]
-        if dim in self.input_shape:
-            return self.input_size[self.input_shape.index(dim)]
-        return None
+        layouts = (self.output_shape, self.idx[0].shape), (self.input_shape, self.input_size)
+        return size_of(dim, *layouts)
 
     def apply(self, x: jax.Array) -> jax.Array:
         return index(x, self.idx)
