@@ -56,6 +56,17 @@ def as_array(value, what: str) -> jax.Array:
     return jnp.asarray(arr)
 
 
+@jax.jit
+def _all_finite(x: jax.Array) -> jax.Array:
+    return jnp.all(jnp.isfinite(x))
+
+
+def has_nonfinite(x: jax.Array) -> bool:
+    """Whether a concrete array holds NaN or Inf (False for tracers, whose values are not
+    known): one compiled reduction per shape."""
+    return not isinstance(x, jax.core.Tracer) and not bool(_all_finite(x))
+
+
 def right_align(w: jax.Array, ndim: int) -> jax.Array:
     """Reshape `w` to `ndim` axes by adding leading singleton axes (numpy broadcasting)."""
     return w.reshape((1,) * (ndim - w.ndim) + w.shape)

@@ -75,8 +75,8 @@ def test_linop_matches_functional_and_dft():
 
 def test_dot_test_and_normal():
     grid = (6, 7)
-    op = jl.NUFFT(random_locs(6, grid, 9), grid, "K", batch_shape="C", toeplitz=True)
-    assert op.toeplitz and op.toeplitz_oversamp == 2.0
+    op = jl.NUFFT(random_locs(6, grid, 9), grid, "K", batch_shape="C")
+    assert not op.toeplitz and op.toeplitz_oversamp == 2.0
     x, y = rand(7, (2, 6, 7)), rand(8, (2, 9))
     jl.testing.assert_adjoint(op, x, y)
     assert_close(op.N(x), op.H(op(x)), jnp.complex128)

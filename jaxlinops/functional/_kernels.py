@@ -8,6 +8,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._arrays import has_nonfinite
+
 KERNELS = ("kaiser_bessel", "spline")
 PAD_MODES = ("circular", "zero")
 _KERNEL_PARAMS = {"kaiser_bessel": {"beta": 1.0}, "spline": {}}
@@ -116,5 +118,5 @@ def check_locs(name: str, locs: jax.Array) -> None:
     real = jnp.issubdtype(locs.dtype, jnp.floating) or jnp.issubdtype(locs.dtype, jnp.integer)
     if not real:
         raise TypeError(f"`{name}`: locs must be a real array; got dtype {locs.dtype}.")
-    if not isinstance(locs, jax.core.Tracer) and not bool(jnp.all(jnp.isfinite(locs))):
+    if has_nonfinite(locs):
         raise ValueError(f"`{name}`: locs contain NaN or Inf values.")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 
@@ -10,7 +11,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._arrays import as_array, promote, right_align
+from .._arrays import as_array, has_nonfinite, promote, right_align
 from ._index import index, index_adjoint
 from ._interp import grid_points, ungrid
 from ._kernels import check_locs, check_width
@@ -24,14 +25,15 @@ class NUFFTPlan(eqx.Module):
 
     `locs` are the points in padded-grid units (`[0, Npad)`, floats for
     `mode="interpolate"`, rounded integers for `mode="sampling"`); `apodize` is the real
-    apodization over the image grid (None in sampling mode). The sizes, kernel width,
-    Kaiser–Bessel β and mode are static.
+    apodization over the image grid (None in sampling mode). The sizes, oversampling factor,
+    kernel width, Kaiser–Bessel β and mode are static.
     """
 
     locs: jax.Array
     apodize: jax.Array | None
     grid_size: tuple[int, ...] = eqx.field(static=True)
     padded_size: tuple[int, ...] = eqx.field(static=True)
+    oversamp: float = eqx.field(static=True)
     width: float = eqx.field(static=True)
     beta: float = eqx.field(static=True)
     mode: str = eqx.field(static=True)
@@ -136,20 +138,28 @@ def make_plan(name, locs, grid_size, oversamp, width, mode, apodize_weights) -> 
     padded = tuple(int(n * float(oversamp)) for n in grid)
     w = check_width(name, float(width), padded)[0]
     beta = _beta(name, w, float(oversamp))
+    if mode == "sampling" and apodize_weights is not None:
+        raise ValueError(f"`{name}`: apodize_weights apply only to mode='interpolate'.")
     if not jnp.issubdtype(locs.dtype, jnp.floating):
         locs = locs.astype(jnp.result_type(float))
+    prepped = _prep_locs(locs, grid, padded, mode)
+    if mode == "sampling":
+        return NUFFTPlan(prepped, None, grid, padded, float(oversamp), w, beta, mode)
+    apodize = _apodize_weights(name, apodize_weights, grid, padded, w, beta, locs.dtype)
+    return NUFFTPlan(prepped, apodize, grid, padded, float(oversamp), w, beta, mode)
+
+
+@functools.partial(jax.jit, static_argnums=(1, 2, 3))
+def _prep_locs(locs: jax.Array, grid: tuple, padded: tuple, mode: str) -> jax.Array:
+    """Cycles per field of view -> padded-grid units in `[0, Npad)`, `N_pad // 2` being the
+    origin; rounded to integer grid points in sampling mode."""
     shape = (1,) * (locs.ndim - 1) + (len(grid),)
     n, npad = np.array(grid, float), np.array(padded, float)
     npad_ = jnp.asarray(npad.reshape(shape), locs.dtype)
     prepped = locs * jnp.asarray((npad / n).reshape(shape), locs.dtype) + npad_ // 2
     if mode == "sampling":
-        if apodize_weights is not None:
-            raise ValueError(f"`{name}`: apodize_weights apply only to mode='interpolate'.")
-        prepped = jnp.remainder(jnp.round(prepped), npad_).astype(jnp.int32)
-        return NUFFTPlan(prepped, None, grid, padded, w, beta, mode)
-    prepped = jnp.remainder(prepped, npad_)
-    apodize = _apodize_weights(name, apodize_weights, grid, padded, w, beta, locs.dtype)
-    return NUFFTPlan(prepped, apodize, grid, padded, w, beta, mode)
+        return jnp.remainder(jnp.round(prepped), npad_).astype(jnp.int32)
+    return jnp.remainder(prepped, npad_)
 
 
 def _beta(name: str, width: float, oversamp: float) -> float:
@@ -173,14 +183,14 @@ def _apodize_weights(name, weights, grid, padded, width, beta, dtype) -> jax.Arr
             a = np.sqrt((beta**2 - (np.pi * width * k / npad) ** 2).astype(complex))
             ratio = np.where(a == 0, 1.0, a / np.sinh(np.where(a == 0, 1.0, a))).real
             weights = weights * ratio.reshape((n,) + (1,) * (len(grid) - d - 1))
-        weights = weights.astype(dtype)
+        return jnp.asarray(weights.astype(dtype))
     weights = as_array(weights, f"`{name}(apodize_weights=...)`")
     if tuple(weights.shape) != grid or jnp.iscomplexobj(weights):
         raise ValueError(
             f"`{name}`: apodize_weights must be a real array of shape grid_size {grid}; got "
             f"shape {tuple(weights.shape)} and dtype {weights.dtype}."
         )
-    if not isinstance(weights, jax.core.Tracer) and not bool(jnp.all(jnp.isfinite(weights))):
+    if has_nonfinite(weights):
         raise ValueError(f"`{name}`: apodize_weights contain NaN or Inf values.")
     return weights
 

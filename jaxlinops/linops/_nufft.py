@@ -10,8 +10,10 @@ import jax
 from .._dims import ELLIPSIS, Dims, DimsLike, as_dims, fmt, size_of
 from .._linop import NamedLinop, dims_field
 from ..functional._nufft import NUFFTPlan, adjoint, forward, make_plan
+from ..functional._toeplitz import check_embedding
 from ._fft import KSPACE_DIMS
 from ._pad import GRID_DIMS
+from ._toeplitz import toeplitz_normal
 
 
 class NUFFT(NamedLinop):
@@ -28,8 +30,16 @@ class NUFFT(NamedLinop):
     [`jaxlinops.functional.nufft_plan`][]); the relative error against the exact DFT is
     about 7e-3 at `(oversamp, width) = (1.25, 4)` and 7e-6 at `(2, 6)`. With
     `mode="sampling"` the padded spectrum is read at the nearest grid points instead (no
-    apodization or scaling). The adjoint is the exact adjoint of these steps; the normal is
-    the default $A^H A$.
+    apodization or scaling). The adjoint is the exact adjoint of these steps.
+
+    The normal is the default $A^H A$ unless `toeplitz=True`: then `A.N` and
+    `A.normal(inner)` for a point weighting `inner` (a density-compensation `Diagonal`, or a
+    `Dense` mixing batch dims) are `Pad -> FFT -> kernel -> FFT.H -> Crop` on a grid of
+    $\lfloor \mathrm{toeplitz\_oversamp} \cdot N \rfloor$, with no interpolation: the
+    kernel is the point-spread function, computed once by an adjoint NUFFT on that grid.
+    Its error against $A^H A$ is of the order of the NUFFT's own. In sampling mode the
+    embedded grid is the padded grid and the normal is exact. Other `inner` operators get
+    the default normal.
     """
 
     plan: NUFFTPlan
@@ -70,8 +80,9 @@ class NUFFT(NamedLinop):
         - `mode`: `"interpolate"` or `"sampling"`.
         - `apodize_weights`: real weights of shape `grid_size` replacing the default
           apodization (interpolate mode).
-        - `toeplitz`, `toeplitz_oversamp`: stored for a Toeplitz-embedded normal; the normal
-          is currently the default $A^H A$ either way.
+        - `toeplitz`: make the normal the Toeplitz-embedded convolution (see above).
+        - `toeplitz_oversamp`: the embedding factor of that normal (at least about 2, so
+          that the grid holds $2N - 1$ points per axis).
         """
         self.plan = make_plan("NUFFT", locs, grid_size, oversamp, width, mode, apodize_weights)
         ndim = len(self.plan.grid_size)
@@ -101,6 +112,8 @@ class NUFFT(NamedLinop):
         named = [d for d in self.ishape + self.output_shape if d not in (ELLIPSIS, "()")]
         if len(set(named)) != len(named):
             raise ValueError(f"{where}: batch, input and output dims must all be distinct.")
+        if self.toeplitz:
+            check_embedding("NUFFT", self.plan, self.toeplitz_oversamp)
 
     @property
     def ishape(self) -> Dims:
@@ -123,3 +136,7 @@ class NUFFT(NamedLinop):
 
     def apply_adjoint(self, y: jax.Array) -> jax.Array:
         return adjoint(y, self.plan)
+
+    def normal(self, inner: NamedLinop | None = None) -> NamedLinop:
+        normal = toeplitz_normal(self, inner) if self.toeplitz else None
+        return super().normal(inner) if normal is None else normal

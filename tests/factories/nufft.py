@@ -37,3 +37,11 @@ def make_nufft_2d_batch_H(getkey, dtype):
 def make_nufft_3d(getkey, dtype):
     locs = _locs(getkey, (4, 4, 3), (6,), dtype)
     return jl.NUFFT(locs, (4, 4, 3), "K", width=3.0), (4, 4, 3)
+
+
+@operator_factory
+def make_nufft_toeplitz_normal_dcf(getkey, dtype):
+    locs = _locs(getkey, (5, 4), (6,), dtype, oversamp=2.0)
+    op = jl.NUFFT(locs, (5, 4), "K", batch_shape="C", oversamp=2.0, toeplitz=True)
+    dcf = np.random.default_rng(getkey()).uniform(0.5, 1.5, 6).astype(real_dtype(dtype))
+    return op.normal(jl.Diagonal(dcf, "C K")), (2, 5, 4)

@@ -1,0 +1,63 @@
+r"""The kernel of a NUFFT's Toeplitz-embedded normal $A^H W A$.
+
+For the NUFFT $A$ (points $p_l$, image grid $N$) and point weights $w$,
+$(A^H \mathrm{diag}(w) A x)[m] = \sum_n h[m - n]\, x[n]$ with
+$h[d] = (\prod N)^{-1} \sum_l w_l\, e^{2\pi i \sum_j p_{l,j} d_j / N_j}$: a linear
+convolution, exact as a circular one on a grid $M \ge 2N - 1$. So
+$A^H W A = \mathrm{Crop}\; F^H\, \mathrm{diag}(K)\, F\; \mathrm{Pad}_M$ with centered
+orthonormal FFTs $F$ and $K$ the unnormalised centered DFT of $h$.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import jax
+import jax.numpy as jnp
+
+from ._index import index_adjoint
+from ._nufft import NUFFTPlan, _centered_fft, adjoint, make_plan
+
+
+def embedded_size(plan: NUFFTPlan, oversamp: float) -> tuple[int, ...]:
+    """The grid $M$ the normal convolves on: $\\lfloor \\mathrm{oversamp} \\cdot N \\rfloor$,
+    or the plan's padded grid in sampling mode (where the normal is exact on it)."""
+    if plan.mode == "sampling":
+        return plan.padded_size
+    return tuple(int(oversamp * n) for n in plan.grid_size)
+
+
+def check_embedding(name: str, plan: NUFFTPlan, oversamp: float) -> None:
+    """Raise unless the embedded grid holds every lag of the convolution: $M \\ge 2N - 1$."""
+    size = embedded_size(plan, oversamp)
+    if plan.mode == "interpolate" and any(m < 2 * n - 1 for m, n in zip(size, plan.grid_size)):
+        raise ValueError(
+            f"`{name}`: toeplitz_oversamp={oversamp} embeds the image grid {plan.grid_size} "
+            f"in {size}, but a Toeplitz normal needs at least 2N - 1 points per axis (use "
+            f"toeplitz_oversamp >= 2)."
+        )
+
+
+@functools.partial(jax.jit, static_argnums=2)
+def toeplitz_kernel(weights: jax.Array, plan: NUFFTPlan, oversamp: float) -> jax.Array:
+    r"""The kernel $K$ `[B..., *M]` for point weights `[B..., L...]` (one kernel per leading
+    index), `M = embedded_size(plan, oversamp)`.
+
+    Interpolate mode: $h$ is the adjoint NUFFT of $w$ on the grid $M$ (the points rescaled
+    to it, the plan's oversampling and width), times $\sqrt{\prod M} / \prod N$; then
+    $K = \sqrt{\prod M}\, F h$. The result carries the NUFFT's own approximation error.
+    Sampling mode: $A = S F\, \mathrm{Pad}$, so $K = S^H w$, the weights summed onto the
+    padded grid, and the normal is exact.
+    """
+    ndim = len(plan.grid_size)
+    if plan.mode == "sampling":
+        return index_adjoint(weights, tuple(jnp.moveaxis(plan.locs, -1, 0)), plan.padded_size)
+    size = embedded_size(plan, oversamp)
+    lead = (1,) * (plan.locs.ndim - 1)
+    npad = jnp.asarray(plan.padded_size, plan.locs.dtype).reshape(lead + (ndim,))
+    ratio = jnp.asarray(size, plan.locs.dtype).reshape(lead + (ndim,)) / npad
+    locs = (plan.locs - npad // 2) * ratio  # padded-grid units -> cycles per embedded FOV
+    embedded = make_plan("NUFFT.normal", locs, size, plan.oversamp, plan.width, "interpolate", None)
+    h = adjoint(weights, embedded)
+    return _centered_fft(h, jnp.fft.fftn, ndim) * (math.prod(size) / math.prod(plan.grid_size))
