@@ -83,6 +83,14 @@ class NamedLinop(eqx.Module):
         """The size of `dim` if this operator fixes it, else None."""
         return None
 
+    def split(self, tile: Mapping[str, slice]) -> NamedLinop:
+        """The tile $Q_t A P_t^T$ for `tile = {dim: slice}` (use `jaxlinops.split`, which
+        checks the tile). Tiled dims this operator does not have are ignored. The default
+        splits along none of its own dims; operators override it to slice their arrays."""
+        from ._split import split_arrays
+
+        return split_arrays(self, tile)
+
     def flatten(self) -> tuple[NamedLinop, ...]:
         """The operators this one contributes to a Chain (Chain returns its children)."""
         return (self,)

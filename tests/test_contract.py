@@ -18,6 +18,8 @@ import pytest
 from helpers import DTYPES, OPERATOR_FACTORIES, KeyGen, assert_close, rand
 
 import jaxlinops as jl
+from jaxlinops._arrays import dim_sizes
+from jaxlinops._dims import axis_of
 
 
 def build(name, dtype, seed=0):
@@ -114,3 +116,31 @@ def test_grad_wrt_operator_arrays(name):
         return jnp.real(jl.testing.inner(y, eqx.combine(p, static)(x)))
 
     jax.test_util.check_grads(jax.jit(f), (params,), order=1, modes=("rev",))
+
+
+@pytest.mark.parametrize("name", sorted(OPERATOR_FACTORIES))
+def test_split_matches_a_block_of_the_operator(name):
+    """For every input or output dim the operator can be split along, the tile equals
+    Q A P^T: the input slice embedded in zeros, `A` applied, the output sliced."""
+    op, x, y = build(name, jnp.complex128)
+    sizes = {**dim_sizes(op.ishape, x.shape), **dim_sizes(op.oshape, y.shape)}
+    for d, n in sizes.items():
+        part = slice(1, n) if n > 1 else slice(0, 1)
+        try:
+            tile = jl.split(op, {d: part})
+        except ValueError as e:
+            assert "cannot be split along" in str(e), e
+            continue
+        xin = x[_index(op.ishape, x.ndim, d, part)]
+        embedded = jnp.zeros_like(x).at[_index(op.ishape, x.ndim, d, part)].set(xin)
+        want = op(embedded)[_index(op.oshape, y.ndim, d, part)]
+        check(f"split along {d}", assert_close, tile(xin), want, jnp.complex128)
+
+
+def _index(shape, ndim: int, dim: str, part: slice) -> tuple:
+    """An index selecting `part` along `dim` of an array laid out by `shape` (everything
+    when `dim` is not in it)."""
+    index = [slice(None)] * ndim
+    if dim in shape:
+        index[axis_of(shape, dim) % ndim] = part
+    return tuple(index)

@@ -262,3 +262,12 @@ def test_operator_nan_locs_and_input_size():
     A = jl.Interpolate(LOCS, (6, 5))
     with pytest.raises(ValueError, match="expected dim 'Nx' of size 6"):
         A(np.ones((5, 5)))
+
+
+def test_zero_padding_rejects_points_outside_the_grid():
+    outside = np.array([[1.5, 2.0], [5.5, 0.4]])  # 5.5 > N - 1 = 5 on axis 0
+    with pytest.raises(ValueError, match=r"`Interpolate`: with pad_mode='zero' .* axis 0 spans"):
+        jl.Interpolate(outside, (6, 5), pad_mode="zero")
+    with pytest.raises(ValueError, match=r"axis 1 spans \[-0.5, 2\]"):
+        jl.Interpolate(np.array([[1.0, -0.5], [2.0, 2.0]]), (6, 5), pad_mode="zero")
+    assert jl.Interpolate(outside, (6, 5)).pad_mode == "circular"  # wraps: any point is fine

@@ -120,3 +120,23 @@ def check_locs(name: str, locs: jax.Array) -> None:
         raise TypeError(f"`{name}`: locs must be a real array; got dtype {locs.dtype}.")
     if has_nonfinite(locs):
         raise ValueError(f"`{name}`: locs contain NaN or Inf values.")
+
+
+@jax.jit
+def _extent(locs: jax.Array) -> tuple[jax.Array, jax.Array]:
+    flat = locs.reshape((-1, locs.shape[-1]))
+    return jnp.min(flat, axis=0), jnp.max(flat, axis=0)
+
+
+def check_locs_in_grid(name: str, locs: jax.Array, grid: Sequence[int], pad_mode: str) -> None:
+    """With `pad_mode="zero"`, raise unless every point lies in the grid, `[0, N - 1]` per
+    axis (values are checked only when concrete); circular padding accepts any point."""
+    if pad_mode != "zero" or isinstance(locs, jax.core.Tracer) or locs.size == 0:
+        return
+    lo, hi = (np.asarray(v) for v in _extent(locs))
+    for d, n in enumerate(grid):
+        if lo[d] < 0 or hi[d] > n - 1:
+            raise ValueError(
+                f"`{name}`: with pad_mode='zero' the points must lie in [0, N - 1] on every "
+                f"axis (grid {tuple(grid)}); locs axis {d} spans [{lo[d]:g}, {hi[d]:g}]."
+            )

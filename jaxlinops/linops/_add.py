@@ -6,6 +6,7 @@ import jax
 
 from .._dims import Dims
 from .._linop import NamedLinop
+from .._split import split_children
 from ._containers import add_all, as_linops, call_adjoint, consistent_size, most_specific, unify
 
 
@@ -28,6 +29,9 @@ class Add(NamedLinop):
     @property
     def children(self) -> tuple[NamedLinop, ...]:
         return self.linops
+
+    def split(self, tile) -> NamedLinop:
+        return split_children(self, tile)
 
     def apply(self, x: jax.Array) -> jax.Array:
         return add_all([op(x) for op in self.linops])

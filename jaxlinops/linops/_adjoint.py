@@ -28,6 +28,9 @@ class Adjoint(NamedLinop):
     def name(self) -> str:
         return f"{self.linop.name}.H"
 
+    def split(self, tile) -> NamedLinop:
+        return Adjoint(self.linop.split(tile))
+
     def apply(self, x: jax.Array) -> jax.Array:
         return self.linop.apply_adjoint(x)
 

@@ -10,6 +10,7 @@ import jax
 
 from .._dims import Dims
 from .._linop import NamedLinop
+from .._split import tile_length
 from ._containers import block_apply, call_adjoint
 
 
@@ -29,9 +30,46 @@ class AbstractBlocks(NamedLinop):
     def _joiner(self, dim: str, shape: Dims) -> Callable:
         """A function joining block outputs into an array laid out by `shape`."""
 
+    @abc.abstractmethod
+    def _extents(self, dim: str) -> list[tuple[int, int]]:
+        """The index range `[start, stop)` of each block along the block dim `dim`."""
+
     @property
     def children(self) -> tuple[NamedLinop, ...]:
         return self.linops
+
+    def split(self, tile) -> NamedLinop:
+        r"""Child $i$ holds the block (output range $C_i$, input range $R_i$) along
+        `odim`/`idim`; the tile keeps $C_i \cap T_{out}$ by $R_i \cap T_{in}$, each child
+        cut to it (a child wholly inside is not split along that dim). A child the tile
+        misses on one side only (block diagonal with distinct dims) becomes a zero block
+        of size 0 on that side; one it misses entirely is dropped."""
+        rest = {d: s for d, s in tile.items() if d not in self.idim + self.odim}
+        kept = []
+        for i, op in enumerate(self.linops):
+            local, covered = dict(rest), {}
+            for d in dict.fromkeys(self.idim + self.odim):
+                if d in tile:
+                    lo, hi = self._extents(d)[i]
+                    start, stop, _ = tile[d].indices(self.size(d))
+                    start, stop = max(start, lo), min(stop, hi)
+                    covered[d] = start < stop
+                    if start < stop and (start, stop) != (lo, hi):
+                        local[d] = slice(start - lo, stop - lo)
+            if all(covered.values()):
+                kept.append(op.split(local))
+                continue
+            missed = tuple(d for d in self.idim + self.odim if not covered.get(d, True))
+            if len(missed) < len(self.idim + self.odim):
+                kept.append(self._zero_block(op.split(local), missed))
+        if kept:
+            return eqx.tree_at(lambda o: o.linops, self, tuple(kept))
+        return _zero(self, tile, {})
+
+    def _zero_block(self, op: NamedLinop, missed: Dims) -> NamedLinop:
+        """A zero block with size 0 along the block dims `missed` (overridden where that
+        is not expressible)."""
+        return _zero(op, {}, dict.fromkeys(missed, 0))
 
     def _run(self, x, calls, idim: Dims, odim: Dims, ishape: Dims, oshape: Dims):
         split = self._splitter(idim[0], ishape, len(calls)) if idim else None
@@ -45,3 +83,14 @@ class AbstractBlocks(NamedLinop):
     def apply_adjoint(self, y: jax.Array) -> jax.Array:
         calls = [lambda v, op=op: call_adjoint(op, v) for op in self.linops]
         return self._run(y, calls, self.odim, self.idim, self.oshape, self.ishape)
+
+
+def _zero(op: NamedLinop, tile, sizes: dict[str, int]) -> NamedLinop:
+    """The zero operator with `op`'s dims and sizes, cut to `tile`, overridden by `sizes`."""
+    from ._identity import Zero
+
+    for d in dict.fromkeys(op.ishape + op.oshape):
+        n = op.size(d)
+        if n is not None and d not in sizes:
+            sizes[d] = tile_length(tile[d], n) if d in tile else n
+    return Zero(op.ishape, op.oshape, sizes)

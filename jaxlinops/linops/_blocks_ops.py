@@ -11,6 +11,7 @@ import numpy as np
 
 from .._dims import ELLIPSIS, Dims, DimsLike, as_dims, fmt, size_of
 from .._linop import NamedLinop, dims_field, normal_oshape, with_oshape
+from .._split import split_arrays
 from ..functional._blocks import (
     array_to_blocks,
     block_geometry,
@@ -141,6 +142,9 @@ class ArrayToBlocks(_Blocks):
     def oshape(self) -> Dims:
         return self.batch_shape + self.blocks_shape
 
+    def split(self, tile) -> NamedLinop:
+        return split_arrays(self, tile, batch=self.batch_shape)
+
     def apply(self, x: jax.Array) -> jax.Array:
         return self._unfold(x)
 
@@ -176,6 +180,9 @@ class BlocksToArray(_Blocks):
     @property
     def oshape(self) -> Dims:
         return self.batch_shape + self.array_shape
+
+    def split(self, tile) -> NamedLinop:
+        return split_arrays(self, tile, batch=self.batch_shape)
 
     def apply(self, x: jax.Array) -> jax.Array:
         return self._fold(x)

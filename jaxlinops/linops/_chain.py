@@ -6,6 +6,7 @@ import jax
 
 from .._dims import Dims, fmt, resolve, shapes_match
 from .._linop import NamedLinop, fold_normal, rename
+from .._split import split_children
 from ._containers import as_linops, call_adjoint, consistent_size
 
 
@@ -39,6 +40,9 @@ class Chain(NamedLinop):
 
     def flatten(self) -> tuple[NamedLinop, ...]:
         return self.linops
+
+    def split(self, tile) -> NamedLinop:
+        return split_children(self, tile)
 
     def apply(self, x: jax.Array) -> jax.Array:
         for op in self.linops:

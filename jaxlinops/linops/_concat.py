@@ -68,6 +68,10 @@ class Concat(AbstractBlocks):
             return sum(op.size(dim) for op in self.linops)
         return consistent_size("Concat", self.linops, dim)
 
+    def _extents(self, dim: str) -> list[tuple[int, int]]:
+        bounds = [0, *itertools.accumulate(op.size(dim) for op in self.linops)]
+        return list(zip(bounds[:-1], bounds[1:]))
+
     def _splitter(self, dim: str, shape: Dims, n: int):
         bounds = list(itertools.accumulate(op.size(dim) for op in self.linops))
         return lambda v: jnp.split(v, bounds[:-1], axis=axis_of(shape, dim))

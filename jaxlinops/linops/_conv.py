@@ -12,6 +12,7 @@ import numpy as np
 from .._arrays import as_array, promote, right_align
 from .._dims import Dims, DimsLike, as_dims, fmt, next_unused, substitute
 from .._linop import NamedLinop, dims_field, normal_renaming
+from .._split import split_arrays
 
 _PADDING_MODES = ("zeros", "circular")
 _NORMAL_MODES = (None, "conv", "fft")
@@ -100,6 +101,9 @@ class Convolution(NamedLinop):
     def oshape(self) -> Dims:
         return self.batch_shape + self.out_grid_shape
 
+    def split(self, tile) -> NamedLinop:
+        return split_arrays(self, tile, batch=self.batch_shape)
+
     def apply(self, x: jax.Array) -> jax.Array:
         return self._correlate(x, jnp.flip(odd_kernel(self.kernel)))
 
@@ -156,6 +160,9 @@ class CirculantNormal(NamedLinop):
     @property
     def name(self) -> str:
         return "Convolution.N"
+
+    def split(self, tile) -> NamedLinop:
+        return split_arrays(self, tile, batch=self.batch_shape)
 
     def apply(self, x: jax.Array) -> jax.Array:
         if not self.wrap_kernel:

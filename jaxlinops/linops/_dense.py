@@ -10,6 +10,7 @@ import jax.numpy as jnp
 from .._arrays import as_array, promote
 from .._dims import ELLIPSIS, Dim, Dims, DimsLike, as_dims, fmt
 from .._linop import NamedLinop, dims_field, normal_renaming
+from .._split import split_arrays
 
 _LETTERS = string.ascii_letters
 
@@ -82,6 +83,10 @@ class Dense(NamedLinop):
         if dim in self.weightshape and dim not in self.broadcast_dims:
             return self.weight.shape[self.weightshape.index(dim)]
         return None
+
+    def split(self, tile) -> NamedLinop:
+        batch = [d for d in self.ishape if d in self.oshape]
+        return split_arrays(self, tile, [(lambda o: o.weight, self.weightshape)], batch)
 
     def _weight(self) -> tuple[jax.Array, Dims]:
         """The weight with broadcast axes dropped, and its dims."""

@@ -7,6 +7,7 @@ import jax
 
 from .._dims import Dims, DimsLike, as_dims
 from .._linop import NamedLinop, dims_field
+from .._split import split_arrays
 from ._identity import Identity
 
 
@@ -51,6 +52,9 @@ class ToDevice(NamedLinop):
     @property
     def oshape(self) -> Dims:
         return self.ioshape
+
+    def split(self, tile) -> NamedLinop:
+        return split_arrays(self, tile, batch=self.ioshape)
 
     def apply(self, x: jax.Array) -> jax.Array:
         return jax.device_put(x, _resolve(self.odevice))

@@ -8,6 +8,7 @@ import jax.numpy as jnp
 from .._arrays import as_array, promote, right_align
 from .._dims import ELLIPSIS, Dims, DimsLike, as_dims, fmt, is_wildcard, unique
 from .._linop import NamedLinop, dims_field
+from .._split import split_arrays
 
 
 class Diagonal(NamedLinop):
@@ -80,6 +81,13 @@ class Diagonal(NamedLinop):
         if axis is None or self.weight.shape[axis] == 1:
             return None
         return self.weight.shape[axis]
+
+    def split(self, tile) -> NamedLinop:
+        axes = [None] * self.weight.ndim
+        for d in self.ioshape:
+            if d != ELLIPSIS and self._weight_axis(d) is not None:
+                axes[self._weight_axis(d)] = d
+        return split_arrays(self, tile, [(lambda o: o.weight, axes)], self.ioshape)
 
     def _scale(self, w: jax.Array, x: jax.Array) -> jax.Array:
         if w.ndim > x.ndim:

@@ -13,6 +13,7 @@ from .._arrays import batch_shape_of, dim_sizes
 from .._dims import ELLIPSIS, Dims, DimsLike, as_dims, axis_of, fmt
 from .._linop import NamedLinop, dims_field, identity_normal
 from .._pattern import check_patterns, dim_groups, group_size, parse_pattern, rearrange
+from .._split import split_arrays, tile_length
 from ._scalar import Scalar
 
 Lengths = tuple[tuple[str, int], ...]
@@ -83,6 +84,11 @@ class Rearrange(NamedLinop):
     def _apply(self, x: jax.Array, src: str, dst: str, name: str) -> jax.Array:
         lengths = dict(self.axes_lengths)
         return rearrange(x, parse_pattern(src, name), parse_pattern(dst, name), lengths, name)
+
+    def split(self, tile) -> NamedLinop:
+        return split_arrays(
+            self, tile, batch=[d for d in self.ishape if d in self.oshape and self.size(d) is None]
+        )
 
     def apply(self, x: jax.Array) -> jax.Array:
         return self._apply(x, self.ipattern, self.opattern, "Rearrange")
@@ -181,6 +187,9 @@ class SumReduce(NamedLinop):
     def size(self, dim: str) -> int | None:
         return dict(self.axes_lengths).get(dim)
 
+    def split(self, tile) -> NamedLinop:
+        return SumReduce(self.ishape, self.oshape, _tiled(self.axes_lengths, tile))
+
     def apply(self, x: jax.Array) -> jax.Array:
         return _sum(x, self.ishape, self.oshape)
 
@@ -261,6 +270,10 @@ class Repeat(NamedLinop):
             return None
         return dict(self.n_repeats).get(dim)
 
+    def split(self, tile) -> NamedLinop:
+        lengths = _tiled(self.n_repeats, tile)
+        return Repeat(lengths, self.ishape, self.oshape, self.broadcast_dims)
+
     def apply(self, x: jax.Array) -> jax.Array:
         return _broadcast(x, self.ishape, self.oshape, self._all_lengths())
 
@@ -277,3 +290,8 @@ class Repeat(NamedLinop):
         if inner is not None:
             return super().normal(inner)
         return Scalar(math.prod(self._all_lengths().values()), self.ishape)
+
+
+def _tiled(lengths: Lengths, tile) -> dict[str, int]:
+    """`lengths` with each tiled dim's length replaced by its tile's."""
+    return {d: tile_length(tile[d], n) if d in tile else n for d, n in lengths}

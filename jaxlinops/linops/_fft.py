@@ -10,6 +10,7 @@ import jax.numpy as jnp
 
 from .._dims import ELLIPSIS, Dims, DimsLike, as_dims, fmt
 from .._linop import NamedLinop, dims_field, identity_normal, normal_oshape
+from .._split import split_arrays
 from ._pad import GRID_DIMS
 
 KSPACE_DIMS = ("Kx", "Ky", "Kz")
@@ -94,6 +95,9 @@ class FFT(NamedLinop):
         x = fn(x, axes=axes, norm=norm)
         return jnp.fft.fftshift(x, axes) if self.centered else x
 
+    def split(self, tile) -> NamedLinop:
+        return split_arrays(self, tile, batch=self.batch_shape)
+
     def apply(self, x: jax.Array) -> jax.Array:
         return self._transform(x, jnp.fft.fftn, self.norm)
 
@@ -119,6 +123,9 @@ class GridScale(NamedLinop):
     oshape: Dims = dims_field()
     ndim: int = eqx.field(static=True)
     power: int = eqx.field(static=True)
+
+    def split(self, tile) -> NamedLinop:
+        return split_arrays(self, tile, batch=self.ishape[: len(self.ishape) - self.ndim])
 
     def apply(self, x: jax.Array) -> jax.Array:
         return x * float(math.prod(x.shape[x.ndim - self.ndim :])) ** self.power

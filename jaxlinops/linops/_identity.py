@@ -10,6 +10,7 @@ import jax.numpy as jnp
 from .._arrays import batch_shape_of, dim_sizes
 from .._dims import ELLIPSIS, Dims, DimsLike, as_dims, fmt
 from .._linop import NamedLinop, dims_field
+from .._split import split_arrays, tile_length
 
 
 def _same_rank(name: str, ishape: Dims, oshape: Dims) -> None:
@@ -41,6 +42,9 @@ class Identity(NamedLinop):
     @property
     def name(self) -> str:
         return "Identity" if self.ishape == self.oshape else "ShapeSpec"
+
+    def split(self, tile) -> NamedLinop:
+        return split_arrays(self, tile, batch=[d for d in self.ishape if d in self.oshape])
 
     def apply(self, x: jax.Array) -> jax.Array:
         return x
@@ -112,6 +116,10 @@ class Zero(NamedLinop):
         for d in dst:
             shape.extend(batch_shape_of(src, x.shape) if d == ELLIPSIS else (known[d],))
         return jnp.zeros(tuple(shape), x.dtype)
+
+    def split(self, tile) -> NamedLinop:
+        sizes = {d: tile_length(tile[d], n) if d in tile else n for d, n in self.sizes}
+        return Zero(self.ishape, self.oshape, sizes)
 
     def apply(self, x: jax.Array) -> jax.Array:
         return self._zeros(x, self.ishape, self.oshape)

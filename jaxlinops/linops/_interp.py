@@ -10,8 +10,9 @@ import jax
 from .._arrays import as_array
 from .._dims import ELLIPSIS, Dims, DimsLike, as_dims, fmt, size_of
 from .._linop import NamedLinop, dims_field
+from .._split import split_arrays
 from ..functional._interp import grid_points, ungrid
-from ..functional._kernels import check_locs, check_options, check_width
+from ..functional._kernels import check_locs, check_locs_in_grid, check_options, check_width
 
 _GRID_DIMS = ("Nx", "Ny", "Nz")
 
@@ -88,6 +89,7 @@ class Interpolate(NamedLinop):
         self.norm, self.kernel_params = check_options(
             "Interpolate", kernel, norm, pad_mode, kernel_params
         )
+        check_locs_in_grid("Interpolate", self.locs, self.grid_size, pad_mode)
 
     def __check_init__(self):
         where = f"`Interpolate({fmt(self.ishape)} -> {fmt(self.oshape)})`"
@@ -119,6 +121,10 @@ class Interpolate(NamedLinop):
     def size(self, dim: str) -> int | None:
         layouts = (self.locs_batch_shape, self.locs.shape), (self.grid_shape, self.grid_size)
         return size_of(dim, *layouts)
+
+    def split(self, tile) -> NamedLinop:
+        arrays = [(lambda o: o.locs, self.locs_batch_shape + (None,))]
+        return split_arrays(self, tile, arrays, self.batch_shape)
 
     def apply(self, x: jax.Array) -> jax.Array:
         return ungrid(x, self.locs, *self._options())

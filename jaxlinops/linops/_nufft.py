@@ -9,6 +9,7 @@ import jax
 
 from .._dims import ELLIPSIS, Dims, DimsLike, as_dims, fmt, size_of
 from .._linop import NamedLinop, dims_field
+from .._split import split_arrays
 from ..functional._nufft import NUFFTPlan, adjoint, forward, make_plan
 from ..functional._toeplitz import check_embedding
 from ._fft import KSPACE_DIMS
@@ -130,6 +131,10 @@ class NUFFT(NamedLinop):
     def size(self, dim: str) -> int | None:
         layouts = (self.output_shape, self.plan.locs.shape), (self.input_shape, self.plan.grid_size)
         return size_of(dim, *layouts)
+
+    def split(self, tile) -> NamedLinop:
+        arrays = [(lambda o: o.plan.locs, self.output_shape + (None,))]
+        return split_arrays(self, tile, arrays, self.batch_shape)
 
     def apply(self, x: jax.Array) -> jax.Array:
         return forward(x, self.plan)

@@ -9,6 +9,7 @@ import jax
 
 from .._dims import ELLIPSIS, Dims, DimsLike, as_dims, fmt, next_unused, size_of
 from .._linop import NamedLinop, dims_field, identity_normal
+from .._split import split_arrays
 from ..functional._pad import center_crop, center_pad, check_sizes
 
 GRID_DIMS = ("Nx", "Ny", "Nz")
@@ -84,6 +85,9 @@ class Pad(AbstractCenterResize):
     def out_size(self) -> tuple[int, ...]:
         return self.pad_im_size
 
+    def split(self, tile) -> NamedLinop:
+        return split_arrays(self, tile, batch=self.batch_shape)
+
     def apply(self, x: jax.Array) -> jax.Array:
         return center_pad(x, self.im_size, self.pad_im_size)
 
@@ -144,6 +148,9 @@ class Crop(AbstractCenterResize):
     @property
     def out_size(self) -> tuple[int, ...]:
         return self.crop_im_size
+
+    def split(self, tile) -> NamedLinop:
+        return split_arrays(self, tile, batch=self.batch_shape)
 
     def apply(self, x: jax.Array) -> jax.Array:
         return center_crop(x, self.im_size, self.crop_im_size)

@@ -12,6 +12,7 @@ import numpy as np
 from .._arrays import as_array
 from .._dims import ELLIPSIS, Dims, DimsLike, as_dims, fmt, has_wildcards, size_of
 from .._linop import NamedLinop, dims_field, normal_oshape, with_oshape
+from .._split import split_arrays
 from ..functional._index import index, index_adjoint
 from ._diagonal import Diagonal
 
@@ -122,6 +123,10 @@ class Sampling(NamedLinop):
     def size(self, dim: str) -> int | None:
         layouts = (self.output_shape, self.idx[0].shape), (self.input_shape, self.input_size)
         return size_of(dim, *layouts)
+
+    def split(self, tile) -> NamedLinop:
+        arrays = [(lambda o, k=k: o.idx[k], self.output_shape) for k in range(len(self.idx))]
+        return split_arrays(self, tile, arrays, self.batch_shape)
 
     def apply(self, x: jax.Array) -> jax.Array:
         return index(x, self.idx)

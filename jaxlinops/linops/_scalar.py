@@ -8,6 +8,7 @@ import jax.numpy as jnp
 from .._arrays import as_array, promote
 from .._dims import Dims, DimsLike, as_dims
 from .._linop import NamedLinop, dims_field
+from .._split import split_arrays
 
 
 class Scalar(NamedLinop):
@@ -42,6 +43,9 @@ class Scalar(NamedLinop):
     @property
     def oshape(self) -> Dims:
         return self.ioshape
+
+    def split(self, tile) -> NamedLinop:
+        return split_arrays(self, tile, batch=self.ioshape)
 
     def apply(self, x: jax.Array) -> jax.Array:
         w, x = promote(self.weight, x)

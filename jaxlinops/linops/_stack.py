@@ -83,6 +83,16 @@ class Stack(AbstractBlocks):
             return len(self.linops)
         return consistent_size("Stack", self.linops, dim)
 
+    def _extents(self, dim: str) -> list[tuple[int, int]]:
+        return [(i, i + 1) for i in range(len(self.linops))]
+
+    def _zero_block(self, op: NamedLinop, missed: Dims) -> NamedLinop:
+        raise ValueError(
+            f"`Stack` ({fmt(self.ishape)} -> {fmt(self.oshape)}) cannot be split along "
+            f"{missed[0]!r} alone: its blocks are indexed along {fmt(self.idim + self.odim)}; "
+            f"tile these dims with the same slice."
+        )
+
     def _splitter(self, dim: str, shape: Dims, n: int):
         return lambda v: [jnp.take(v, i, axis=axis_of(shape, dim)) for i in range(n)]
 

@@ -8,6 +8,7 @@ import jax.numpy as jnp
 
 from .._dims import ELLIPSIS, Dims, DimsLike, as_dims, fmt
 from .._linop import NamedLinop, dims_field, identity_normal
+from .._split import split_arrays
 
 
 class Truncate(NamedLinop):
@@ -43,6 +44,10 @@ class Truncate(NamedLinop):
 
     def size(self, dim: str) -> int | None:
         return _size(self, dim)
+
+    def split(self, tile) -> NamedLinop:
+        resized = self.ishape[self.dim], self.oshape[self.dim]
+        return split_arrays(self, tile, batch=[d for d in self.ishape if d not in resized])
 
     def apply(self, x: jax.Array) -> jax.Array:
         return jax.lax.slice_in_dim(x, 0, self.to_length, axis=self.dim % x.ndim)
@@ -86,6 +91,10 @@ class PadDim(NamedLinop):
 
     def size(self, dim: str) -> int | None:
         return _size(self, dim)
+
+    def split(self, tile) -> NamedLinop:
+        resized = self.ishape[self.dim], self.oshape[self.dim]
+        return split_arrays(self, tile, batch=[d for d in self.ishape if d not in resized])
 
     def apply(self, x: jax.Array) -> jax.Array:
         return _end_pad(x, self.dim, self.to_length - self.from_length)
