@@ -271,3 +271,11 @@ def test_zero_padding_rejects_points_outside_the_grid():
     with pytest.raises(ValueError, match=r"axis 1 spans \[-0.5, 2\]"):
         jl.Interpolate(np.array([[1.0, -0.5], [2.0, 2.0]]), (6, 5), pad_mode="zero")
     assert jl.Interpolate(outside, (6, 5)).pad_mode == "circular"  # wraps: any point is fine
+
+
+def test_functional_zero_padding_rejects_points_outside_the_grid():
+    outside = np.array([[6.5, 1.0]])
+    with pytest.raises(ValueError, match=r"`interpolate`: with pad_mode='zero' .* axis 0"):
+        F.interpolate(np.ones((6, 5)), outside, pad_mode="zero")
+    with pytest.raises(ValueError, match=r"`interpolate_adjoint`: with pad_mode='zero'"):
+        F.interpolate_adjoint(np.ones(1), outside, (6, 5), pad_mode="zero")

@@ -170,3 +170,20 @@ def test_functional_errors():
         F.nufft_plan(np.zeros((3, 2)), (8, 8), mode="x")
     with pytest.raises(ValueError, match="`NUFFT` expected dim 'Nx' of size 8"):
         jl.NUFFT(np.zeros((3, 2)), (8, 8), "K")(jnp.zeros((7, 8)))
+
+
+def test_sorted_point_order_on_large_grids(monkeypatch):
+    grid, locs = (6, 5), random_locs(18, (6, 5), 9).reshape(3, 3, 2)
+    x, y = rand(19, grid), rand(20, (3, 3))
+    plain = jl.NUFFT(locs, grid, "R K")
+    monkeypatch.setattr(jl.functional._nufft, "SORT_POINTS_ABOVE", 0)
+    sorted_ = jl.NUFFT(locs, grid, "R K")
+    order = np.asarray(sorted_.plan.order)
+    cells = np.floor(np.asarray(sorted_.plan.locs).reshape(-1, 2)) @ np.array([6, 1])
+    assert plain.plan.order is None and sorted(order) == list(range(9))
+    assert np.all(np.diff(cells[order]) >= 0)  # visited cell by cell
+    assert_close(sorted_(x), plain(x), jnp.complex128)
+    assert_close(sorted_.H(y), plain.H(y), jnp.complex128)
+    tile = jl.split(sorted_, {"K": slice(1, 3)})  # a new order for the tile's points
+    assert tile.plan.order.shape == (6,)
+    assert_close(tile(x), plain(x)[:, 1:], jnp.complex128)

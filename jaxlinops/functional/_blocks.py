@@ -9,8 +9,11 @@ from collections.abc import Sequence
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax import lax
 
 from .._arrays import as_array
+
+_IN_BOUNDS = lax.GatherScatterMode.PROMISE_IN_BOUNDS
 
 
 def get_nblocks(
@@ -134,21 +137,47 @@ def _geometry(name: str, im_size, block_size, stride, mask) -> tuple:
 
 @functools.partial(jax.jit, static_argnums=1)
 def _unfold(x: jax.Array, geometry: tuple) -> jax.Array:
-    ndim = len(geometry[0])
-    flat = _flat_index(geometry)
-    batch = x.shape[: x.ndim - ndim]
-    out = x.reshape(batch + (math.prod(geometry[0]),)).at[..., flat]
-    return out.get(mode="promise_in_bounds")
+    im, block, _, nblocks, offsets = geometry
+    batch = x.shape[: x.ndim - len(im)]
+    if offsets is not None:
+        out = x.reshape(batch + (math.prod(im),)).at[..., _flat_index(geometry)]
+        return out.get(mode="promise_in_bounds")
+    flat = x.reshape((math.prod(batch),) + im)
+    numbers = lax.GatherDimensionNumbers(
+        offset_dims=tuple(range(1, len(im) + 2)),
+        collapsed_slice_dims=(),
+        start_index_map=tuple(range(1, len(im) + 1)),
+    )
+    sizes = (flat.shape[0],) + block
+    out = lax.gather(flat, _starts(geometry), numbers, sizes, mode=_IN_BOUNDS)
+    return jnp.moveaxis(out, 1, 0).reshape(batch + nblocks + block)
 
 
 @functools.partial(jax.jit, static_argnums=1)
 def _fold(y: jax.Array, geometry: tuple) -> jax.Array:
-    im = geometry[0]
-    flat = _flat_index(geometry)
-    batch = y.shape[: y.ndim - flat.ndim]
-    out = jnp.zeros(batch + (math.prod(im),), y.dtype)
-    out = out.at[..., flat].add(y, mode="promise_in_bounds")
+    im, block, _, nblocks, offsets = geometry
+    core = len(im) + (len(im) if offsets is None else 1)
+    batch = y.shape[: y.ndim - core]
+    if offsets is not None:
+        out = jnp.zeros(batch + (math.prod(im),), y.dtype)
+        out = out.at[..., _flat_index(geometry)].add(y, mode="promise_in_bounds")
+        return out.reshape(batch + im)
+    numbers = lax.ScatterDimensionNumbers(
+        update_window_dims=tuple(range(1, len(im) + 2)),
+        inserted_window_dims=(),
+        scatter_dims_to_operand_dims=tuple(range(1, len(im) + 1)),
+    )
+    updates = y.reshape((math.prod(batch), math.prod(nblocks)) + block)
+    out = jnp.zeros((updates.shape[0],) + im, y.dtype)
+    out = lax.scatter_add(out, _starts(geometry), jnp.moveaxis(updates, 1, 0), numbers)
     return out.reshape(batch + im)
+
+
+def _starts(geometry: tuple) -> np.ndarray:
+    """The block origins `[prod(nblocks), D]` (row-major over the blocks)."""
+    _, _, stride, nblocks, _ = geometry
+    grids = np.meshgrid(*[np.arange(k) * s for k, s in zip(nblocks, stride)], indexing="ij")
+    return np.stack([g.ravel() for g in grids], axis=-1).astype(np.int32)
 
 
 def _flat_index(geometry: tuple) -> jax.Array:

@@ -11,7 +11,8 @@ import jax
 import jax.numpy as jnp
 
 from .._arrays import as_array, promote
-from ._kernels import check_locs, check_options, check_width, kernel_fn
+from ._gridding import gather_windows, neighbourhoods, scatter_windows
+from ._kernels import check_locs, check_locs_in_grid, check_options, check_width
 
 
 def interpolate(
@@ -40,8 +41,8 @@ def interpolate(
     - `kernel`: `"kaiser_bessel"` ($I_0(\beta \sqrt{1 - x^2})$, unnormalised) or
       `"spline"` ($\max(1 - |x|, 0)$).
     - `norm`: 1 (product of per-axis kernels) or 2 (kernel of the Euclidean distance).
-    - `pad_mode`: `"circular"` (grid indices wrap around) or `"zero"` (points outside the
-      grid are dropped).
+    - `pad_mode`: `"circular"` (grid indices wrap around) or `"zero"` (grid points beyond
+      the edges count as zeros; the points themselves must lie in `[0, N - 1]`).
     - `kernel_params`: a mapping (or pairs) of kernel parameters: `{"beta": 1.0}` for
       Kaiser–Bessel.
     """
@@ -57,6 +58,7 @@ def interpolate(
     grid = vals.shape[vals.ndim - ndim :]
     width = check_width("interpolate", width, grid)
     norm, params = check_options("interpolate", kernel, norm, pad_mode, kernel_params)
+    check_locs_in_grid("interpolate", locs, grid, pad_mode)
     return ungrid(vals, locs, width, kernel, norm, pad_mode, params)
 
 
@@ -94,35 +96,46 @@ def interpolate_adjoint(
         )
     width = check_width("interpolate_adjoint", width, grid)
     norm, params = check_options("interpolate_adjoint", kernel, norm, pad_mode, kernel_params)
+    check_locs_in_grid("interpolate_adjoint", locs, grid, pad_mode)
     return grid_points(vals, locs, grid, width, kernel, norm, pad_mode, params)
 
 
 @functools.partial(jax.jit, static_argnums=(2, 3, 4, 5, 6))
-def ungrid(vals, locs, width, kernel, norm, pad_mode, params) -> jax.Array:
+def ungrid(vals, locs, width, kernel, norm, pad_mode, params, order=None) -> jax.Array:
     """[`interpolate`][] on checked, normalised options (no input checks), compiled as one
-    program per shape and option set."""
+    program per shape and option set.
+
+    `order` (optional, `[P]` int) is the order in which to visit the `P` flattened points,
+    e.g. [`point_order`][]: any permutation gives the same result; one that visits nearby
+    points together reads the grid with fewer cache misses.
+    """
     ndim = locs.shape[-1]
     grid, batch = vals.shape[vals.ndim - ndim :], vals.shape[: vals.ndim - ndim]
     points = locs.shape[:-1]
     vals, locs = _promoted(vals, locs)
-    idx, weights = _neighbourhood(locs, grid, width, kernel, norm, pad_mode, params)
-    flat = vals.reshape((math.prod(batch), math.prod(grid)))
-    nearby = flat.at[:, idx].get(mode="promise_in_bounds")  # [B, P, G]
-    out = jnp.sum(nearby * weights.astype(vals.dtype)[None], axis=-1)
+    if order is not None:
+        locs = locs[order]
+    nbhd = neighbourhoods(locs, grid, width, kernel, norm, pad_mode, params)
+    out = gather_windows(vals.reshape((math.prod(batch),) + grid), nbhd, pad_mode)
+    if order is not None:
+        out = jnp.zeros_like(out).at[:, order].set(out, unique_indices=True)
     return out.reshape(batch + points)
 
 
 @functools.partial(jax.jit, static_argnums=(2, 3, 4, 5, 6, 7))
-def grid_points(vals, locs, grid_size, width, kernel, norm, pad_mode, params) -> jax.Array:
+def grid_points(
+    vals, locs, grid_size, width, kernel, norm, pad_mode, params, order=None
+) -> jax.Array:
     """[`interpolate_adjoint`][] on checked, normalised options (no input checks), compiled
-    as one program per shape and option set."""
+    as one program per shape and option set; `order` as for [`ungrid`][]."""
     points = locs.shape[:-1]
     batch = vals.shape[: vals.ndim - len(points)]
     vals, locs = _promoted(vals, locs)
-    idx, weights = _neighbourhood(locs, grid_size, width, kernel, norm, pad_mode, params)
-    spread = vals.reshape((math.prod(batch), idx.shape[0], 1)) * weights.astype(vals.dtype)[None]
-    out = jnp.zeros((math.prod(batch), math.prod(grid_size)), vals.dtype)
-    out = out.at[:, idx.ravel()].add(spread.reshape((out.shape[0], -1)), mode="promise_in_bounds")
+    flat = vals.reshape((math.prod(batch), math.prod(points)))
+    if order is not None:
+        locs, flat = locs[order], flat[:, order]
+    nbhd = neighbourhoods(locs, grid_size, width, kernel, norm, pad_mode, params)
+    out = scatter_windows(flat, nbhd, grid_size, pad_mode)
     return out.reshape(batch + tuple(grid_size))
 
 
@@ -134,42 +147,3 @@ def _promoted(vals: jax.Array, locs: jax.Array) -> tuple[jax.Array, jax.Array]:
     vals, _ = promote(vals, locs)
     real = jnp.finfo(vals.dtype).dtype
     return vals, locs.reshape((-1, locs.shape[-1])).astype(real)
-
-
-def _neighbourhood(locs, grid, width, kernel, norm, pad_mode, params):
-    """Flat grid indices `[P, G]` and kernel weights `[P, G]` of the `G` candidate grid points
-    around each of the `P` points (`locs` is `[P, D]`).
-
-    Per axis the candidates are `ceil(p - r) + {0, ..., floor(w)}`, which holds every grid
-    point within the radius; candidates further than `r` away on any axis get weight 0.
-    """
-    ndim = len(grid)
-    fn = kernel_fn(kernel, params)
-    itype = jnp.int32 if math.prod(grid) < 2**31 else jnp.int64
-    idx = jnp.zeros((locs.shape[0],) + (1,) * ndim, itype)
-    inside = jnp.ones(idx.shape, bool)
-    value = jnp.ones(idx.shape, locs.dtype) if norm == 1 else jnp.zeros(idx.shape, locs.dtype)
-    for d, (n, w) in enumerate(zip(grid, width)):
-        shape = [1] * (ndim + 1)
-        shape[d + 1] = math.floor(w) + 1
-        p = locs[:, d].reshape((-1,) + (1,) * ndim)
-        r = w / 2
-        offsets = jnp.arange(shape[d + 1], dtype=itype).reshape(shape)
-        g = jnp.ceil(p - r).astype(itype) + offsets
-        distance = g.astype(locs.dtype) - p
-        inside = inside & (jnp.abs(distance) <= r)
-        delta = distance / r
-        if pad_mode == "zero":
-            inside = inside & (g >= 0) & (g < n)
-        idx = idx * n + g % n
-        value = value * fn(delta) if norm == 1 else value + delta * delta
-    if norm == 2:
-        value = fn(_safe_sqrt(value))
-    weights = jnp.where(inside & jnp.isfinite(value), value, 0.0)
-    return idx.reshape((locs.shape[0], -1)), weights.reshape((locs.shape[0], -1))
-
-
-def _safe_sqrt(x: jax.Array) -> jax.Array:
-    """`sqrt(x)` with a finite gradient at 0."""
-    positive = x > 0
-    return jnp.where(positive, jnp.sqrt(jnp.where(positive, x, 1.0)), 0.0)

@@ -12,12 +12,14 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._arrays import as_array, has_nonfinite, promote, right_align
+from ._gridding import point_order
 from ._index import index, index_adjoint
 from ._interp import grid_points, ungrid
 from ._kernels import check_locs, check_width
 from ._pad import _check_trailing, center_crop, center_pad
 
 MODES = ("interpolate", "sampling")
+SORT_POINTS_ABOVE = 2**20
 
 
 class NUFFTPlan(eqx.Module):
@@ -25,12 +27,16 @@ class NUFFTPlan(eqx.Module):
 
     `locs` are the points in padded-grid units (`[0, Npad)`, floats for
     `mode="interpolate"`, rounded integers for `mode="sampling"`); `apodize` is the real
-    apodization over the image grid (None in sampling mode). The sizes, oversampling factor,
-    kernel width, Kaiser–Bessel β and mode are static.
+    apodization over the image grid (None in sampling mode); `order` visits the points
+    sorted by grid cell (see [`point_order`][]), set on padded grids of more than
+    `SORT_POINTS_ABOVE` points, where it halves the gridding time by keeping the scatter in
+    cache (measured at 128³; no gain at 64³). The sizes, oversampling factor, kernel width,
+    Kaiser–Bessel β and mode are static.
     """
 
     locs: jax.Array
     apodize: jax.Array | None
+    order: jax.Array | None
     grid_size: tuple[int, ...] = eqx.field(static=True)
     padded_size: tuple[int, ...] = eqx.field(static=True)
     oversamp: float = eqx.field(static=True)
@@ -102,7 +108,7 @@ def forward(x: jax.Array, plan: NUFFTPlan) -> jax.Array:
     k = _centered_fft(center_pad(x, plan.grid_size, plan.padded_size), jnp.fft.fftn, ndim)
     if plan.mode == "sampling":
         return index(k, tuple(jnp.moveaxis(plan.locs, -1, 0)))
-    return ungrid(k, plan.locs, *_kernel(plan)) / plan.scale
+    return ungrid(k, plan.locs, *_kernel(plan), plan.order) / plan.scale
 
 
 @jax.jit
@@ -112,7 +118,7 @@ def adjoint(y: jax.Array, plan: NUFFTPlan) -> jax.Array:
     if plan.mode == "sampling":
         k = index_adjoint(y, tuple(jnp.moveaxis(plan.locs, -1, 0)), plan.padded_size)
     else:
-        k = grid_points(y / plan.scale, plan.locs, plan.padded_size, *_kernel(plan))
+        k = grid_points(y / plan.scale, plan.locs, plan.padded_size, *_kernel(plan), plan.order)
     x = center_crop(_centered_fft(k, jnp.fft.ifftn, ndim), plan.padded_size, plan.grid_size)
     if plan.mode == "sampling":
         return x
@@ -144,9 +150,15 @@ def make_plan(name, locs, grid_size, oversamp, width, mode, apodize_weights) -> 
         locs = locs.astype(jnp.result_type(float))
     prepped = _prep_locs(locs, grid, padded, mode)
     if mode == "sampling":
-        return NUFFTPlan(prepped, None, grid, padded, float(oversamp), w, beta, mode)
+        return NUFFTPlan(prepped, None, None, grid, padded, float(oversamp), w, beta, mode)
     apodize = _apodize_weights(name, apodize_weights, grid, padded, w, beta, locs.dtype)
-    return NUFFTPlan(prepped, apodize, grid, padded, float(oversamp), w, beta, mode)
+    order = sorted_order(prepped, padded)
+    return NUFFTPlan(prepped, apodize, order, grid, padded, float(oversamp), w, beta, mode)
+
+
+def sorted_order(locs: jax.Array, padded: tuple[int, ...]) -> jax.Array | None:
+    """The points' visiting order on padded grids above `SORT_POINTS_ABOVE` points."""
+    return point_order(locs, padded) if math.prod(padded) > SORT_POINTS_ABOVE else None
 
 
 @functools.partial(jax.jit, static_argnums=(1, 2, 3))

@@ -71,7 +71,8 @@ class Interpolate(NamedLinop):
         - `kernel`: `"kaiser_bessel"` (unnormalised $I_0(\\beta \\sqrt{1 - x^2})$) or
           `"spline"` ($\\max(1 - |x|, 0)$).
         - `norm`: 1 (product of per-axis kernels) or 2 (kernel of the Euclidean distance).
-        - `pad_mode`: `"circular"` (indices wrap around) or `"zero"` (outside points drop).
+        - `pad_mode`: `"circular"` (indices wrap around) or `"zero"` (grid points beyond the
+          edges count as zeros; the points must lie in `[0, N - 1]`).
         - `kernel_params`: a mapping of kernel parameters; Kaiser–Bessel takes `beta`
           (default 1.0, far from the NUFFT-optimal values of about 7 to 14).
         """

@@ -10,7 +10,7 @@ import jax
 from .._dims import ELLIPSIS, Dims, DimsLike, as_dims, fmt, size_of
 from .._linop import NamedLinop, dims_field
 from .._split import split_arrays
-from ..functional._nufft import NUFFTPlan, adjoint, forward, make_plan
+from ..functional._nufft import NUFFTPlan, adjoint, forward, make_plan, sorted_order
 from ..functional._toeplitz import check_embedding
 from ._fft import KSPACE_DIMS
 from ._pad import GRID_DIMS
@@ -134,7 +134,11 @@ class NUFFT(NamedLinop):
 
     def split(self, tile) -> NamedLinop:
         arrays = [(lambda o: o.plan.locs, self.output_shape + (None,))]
-        return split_arrays(self, tile, arrays, self.batch_shape)
+        out = split_arrays(self, tile, arrays, self.batch_shape)
+        if out.plan.order is None or out.plan.locs.shape == self.plan.locs.shape:
+            return out
+        order = sorted_order(out.plan.locs, self.plan.padded_size)
+        return eqx.tree_at(lambda o: o.plan.order, out, order)
 
     def apply(self, x: jax.Array) -> jax.Array:
         return forward(x, self.plan)

@@ -1,0 +1,222 @@
+"""The compute core of kernel interpolation: kernel weights on each point's window of grid
+neighbours, a window gather (grid -> points) and a window scatter-add (points -> grid).
+
+Each point reads or writes one `(B, L_1, ..., L_D)` window (`L_d = floor(w_d) + 1`) of a
+padded copy of the grid, so the gather and scatter move whole windows rather than single
+entries, and no index wraps: `"circular"` pads each axis at the end with its first
+`L_d - 1` entries (folded back after a scatter), `"zero"` pads `L_d` zeros on both sides
+(cropped after a scatter). Points are processed in chunks, which keeps the window buffers in
+cache for large point sets.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+from ._kernels import kernel_fn
+
+# Window entries (points x window size x batch) handled at once: about 2 MiB of complex64.
+_CHUNK = 2**18
+_IN_BOUNDS = lax.GatherScatterMode.PROMISE_IN_BOUNDS
+
+
+class Neighbourhoods(NamedTuple):
+    """The windows of `P` points: `starts` `[P, D]` (int32) are the window origins in the padded
+    grid; `weights` are `D` factors `[P, L_d]` whose outer product is the window's kernel
+    weights (`norm=1`), or a single array `[P, L_1, ..., L_D]` (`norm=2`)."""
+
+    starts: jax.Array
+    weights: tuple[jax.Array, ...]
+
+
+def window_sizes(width: tuple[float, ...]) -> tuple[int, ...]:
+    """`floor(w) + 1` per axis: every grid point within `w / 2` of a point lies in the window
+    `ceil(p - w / 2) + {0, ..., floor(w)}`."""
+    return tuple(math.floor(w) + 1 for w in width)
+
+
+def neighbourhoods(locs, grid, width, kernel, norm, pad_mode, params) -> Neighbourhoods:
+    """The windows and kernel weights of the points `locs` (`[P, D]`, real).
+
+    Window entries further than `w_d / 2` from the point on an axis, or with a non-finite
+    weight, get weight 0. The per-axis terms are computed by one `lax.map` over the axes: its
+    loop body keeps XLA from fusing (and so recomputing) the kernel evaluation into every
+    window entry that uses it, and its `[L, P]` layout vectorises over points.
+    """
+    sizes = window_sizes(width)
+    size = max(sizes)
+    fn = kernel_fn(kernel, params)
+
+    def axis_terms(args):
+        p, n, r, s = args
+        first = jnp.ceil(p - r)[None]
+        distance = first + jnp.arange(size, dtype=p.dtype)[:, None] - p[None]  # [L, P]
+        inside = jnp.abs(distance) <= r
+        delta = distance / r
+        if norm == 1:
+            value = fn(delta)
+            delta = jnp.where(inside & jnp.isfinite(value), value, 0.0)
+        first = first[0].astype(jnp.int32)
+        start = first % n if pad_mode == "circular" else jnp.clip(first, -s, n) + s
+        return start, delta, inside
+
+    radii = jnp.asarray([w / 2 for w in width], locs.dtype)
+    terms = (locs.T, jnp.asarray(grid, jnp.int32), radii, jnp.asarray(sizes, jnp.int32))
+    starts, values, inside = lax.map(axis_terms, terms)  # [D, P], [D, L, P], [D, L, P]
+    values = tuple(v[:s].T for v, s in zip(values, sizes))  # D x [P, L_d]
+    if norm == 1:
+        return Neighbourhoods(starts.T, values)
+    inside = tuple(m[:s].T for m, s in zip(inside, sizes))
+    squared = _outer(tuple(v * v for v in values), jnp.add)
+    value = fn(_safe_sqrt(squared))
+    keep = _outer(inside, jnp.logical_and) & jnp.isfinite(value)
+    return Neighbourhoods(starts.T, (jnp.where(keep, value, 0.0),))
+
+
+def point_order(locs: jax.Array, grid) -> jax.Array:
+    """A visiting order for the points `locs` (`[L..., D]`, grid units) that sorts them by
+    grid cell (row-major, cells wrapped into the grid): `[prod(L...)]` int32, for the `order`
+    argument of [`ungrid`][] and [`grid_points`][]. Computing it costs a sort, so compute it
+    once per set of points (it pays off for grids larger than the CPU cache)."""
+    locs = locs.reshape((-1, locs.shape[-1]))
+    if jnp.issubdtype(locs.dtype, jnp.floating):
+        locs = jnp.floor(locs)
+    key = jnp.zeros(locs.shape[:1], jnp.int32 if math.prod(grid) < 2**31 else jnp.int64)
+    for d, n in enumerate(grid):
+        key = key * n + locs[:, d].astype(key.dtype) % n
+    return jnp.argsort(key).astype(jnp.int32)
+
+
+def gather_windows(vals: jax.Array, nbhd: Neighbourhoods, pad_mode: str) -> jax.Array:
+    """Interpolate `vals` `[B, *grid]` at the points: `[B, P]`."""
+    sizes = _sizes(nbhd)
+    ndim = len(sizes)
+    padded = _pad(vals, sizes, pad_mode)
+    numbers = lax.GatherDimensionNumbers(
+        offset_dims=tuple(range(1, ndim + 2)),
+        collapsed_slice_dims=(),
+        start_index_map=tuple(range(1, ndim + 1)),
+    )
+    slice_sizes = (vals.shape[0],) + sizes
+
+    def chunk(args):
+        starts, weights = args
+        windows = lax.gather(padded, starts, numbers, slice_sizes, mode=_IN_BOUNDS)
+        weights = _window_weights(weights).astype(vals.dtype)[:, None]
+        return jnp.sum(windows * weights, axis=tuple(range(2, ndim + 2)))  # [C, B]
+
+    out = _chunked_map(chunk, tuple(nbhd), _chunk_size(vals.shape[0], sizes))
+    return out.T
+
+
+def scatter_windows(vals: jax.Array, nbhd: Neighbourhoods, grid, pad_mode: str) -> jax.Array:
+    """Spread `vals` `[B, P]` onto a zero grid: `[B, *grid]`."""
+    sizes = _sizes(nbhd)
+    ndim = len(sizes)
+    batch = vals.shape[0]
+    extra = (lambda s: s - 1) if pad_mode == "circular" else (lambda s: 2 * s)
+    padded = jnp.zeros((batch,) + tuple(n + extra(s) for n, s in zip(grid, sizes)), vals.dtype)
+    numbers = lax.ScatterDimensionNumbers(
+        update_window_dims=tuple(range(1, ndim + 2)),
+        inserted_window_dims=(),
+        scatter_dims_to_operand_dims=tuple(range(1, ndim + 1)),
+    )
+
+    def step(out, args):
+        values, starts, weights = args
+        weights = _window_weights(weights).astype(vals.dtype)[:, None]
+        updates = values.reshape(values.shape + (1,) * ndim) * weights
+        return lax.scatter_add(out, starts, updates, numbers, mode=_IN_BOUNDS), None
+
+    size = _chunk_size(batch, sizes)
+    points = nbhd.starts.shape[0]
+    if points <= size:
+        padded, _ = step(padded, (vals.T, *nbhd))
+    else:
+        padded, _ = lax.scan(step, padded, _chunks((vals.T, *nbhd), size))
+    return _unpad(padded, grid, sizes, pad_mode)
+
+
+def _sizes(nbhd: Neighbourhoods) -> tuple[int, ...]:
+    weights = nbhd.weights
+    return tuple(w.shape[1] for w in weights) if len(weights) > 1 else weights[0].shape[1:]
+
+
+def _window_weights(weights: tuple[jax.Array, ...]) -> jax.Array:
+    """`[C, L_1, ..., L_D]`: the outer product of the per-axis factors (0 where it overflows),
+    or the full weights."""
+    if len(weights) == 1 and weights[0].ndim > 2:
+        return weights[0]
+    product = _outer(weights, jnp.multiply)
+    return jnp.where(jnp.isfinite(product), product, 0.0)
+
+
+def _outer(factors: tuple[jax.Array, ...], op) -> jax.Array:
+    """Combine `[C, L_d]` factors into `[C, L_1, ..., L_D]` with the elementwise `op`."""
+    ndim = len(factors)
+    out = None
+    for d, f in enumerate(factors):
+        f = f.reshape(f.shape[:1] + (1,) * d + f.shape[1:] + (1,) * (ndim - d - 1))
+        out = f if out is None else op(out, f)
+    return out
+
+
+def _chunk_size(batch: int, sizes: tuple[int, ...]) -> int:
+    return max(1, _CHUNK // (batch * math.prod(sizes)))
+
+
+def _chunks(arrays, size: int):
+    """Each `[P, ...]` array zero-padded to a multiple of `size` points and split into
+    `[chunks, size, ...]` (padded points have weight 0 and window origin 0)."""
+    points = arrays[0].shape[0]
+    count = -(-points // size)
+
+    def split(a):
+        a = jnp.pad(a, [(0, count * size - points)] + [(0, 0)] * (a.ndim - 1))
+        return a.reshape((count, size) + a.shape[1:])
+
+    return jax.tree_util.tree_map(split, arrays)
+
+
+def _chunked_map(fn, arrays, size: int) -> jax.Array:
+    """`fn` over chunks of at most `size` points, results concatenated along points."""
+    points = arrays[0].shape[0]
+    if points <= size:
+        return fn(arrays)
+    out = lax.map(fn, _chunks(arrays, size))
+    return out.reshape((-1,) + out.shape[2:])[:points]
+
+
+def _pad(vals: jax.Array, sizes: tuple[int, ...], pad_mode: str) -> jax.Array:
+    """Pad the last `D` axes: `L - 1` wrapped entries at the end (circular) or `L` zeros on
+    both sides (zero)."""
+    if pad_mode == "circular":
+        widths = [(0, s - 1) for s in sizes]
+        return jnp.pad(vals, [(0, 0)] * (vals.ndim - len(sizes)) + widths, mode="wrap")
+    return jnp.pad(vals, [(0, 0)] * (vals.ndim - len(sizes)) + [(s, s) for s in sizes])
+
+
+def _unpad(padded: jax.Array, grid, sizes: tuple[int, ...], pad_mode: str) -> jax.Array:
+    """The adjoint of [`_pad`][]: fold the wrapped entries back (circular) or crop (zero)."""
+    lead = padded.ndim - len(grid)
+    for d, (n, s) in enumerate(zip(grid, sizes)):
+        axis = lead + d
+        if pad_mode == "zero":
+            padded = lax.slice_in_dim(padded, s, s + n, axis=axis)
+            continue
+        tail = lax.slice_in_dim(padded, n, n + s - 1, axis=axis)
+        widths = [(0, 0)] * padded.ndim
+        widths[axis] = (0, n - s + 1)
+        padded = lax.slice_in_dim(padded, 0, n, axis=axis) + jnp.pad(tail, widths)
+    return padded
+
+
+def _safe_sqrt(x: jax.Array) -> jax.Array:
+    """`sqrt(x)` with a finite gradient at 0."""
+    positive = x > 0
+    return jnp.where(positive, jnp.sqrt(jnp.where(positive, x, 1.0)), 0.0)
