@@ -65,8 +65,9 @@ def split_arrays(
     """
     arrays = tuple(arrays)
     named = {d for _, axes in arrays for d in axes if d is not None} | set(batch)
+    own = all_dims(op)
     for d in tile:
-        if d in all_dims(op) and d not in named:
+        if d in own and d not in named:
             raise ValueError(
                 f"`{op.name}` ({fmt(op.ishape)} -> {fmt(op.oshape)}) cannot be split along "
                 f"dim {d!r}: it mixes or resizes that dim."
