@@ -58,8 +58,11 @@ def test_operator_contract(name, dtype):
 
     @jax.jit
     def run(A, v, w):
+        """A, A.H, A.N, vmap over an extra axis, and the input gradient of Re<w, A v>, in
+        one compiled program (compilation dominates the cost of these small problems)."""
         traces.append(1)
-        return A(v), A.H(w), A.N(v)
+        grad = jax.grad(lambda u: jnp.real(jl.testing.inner(w, A(u))))(v)
+        return A(v), A.H(w), A.N(v), jax.vmap(A)(jnp.stack([v, 2 * v, -v])), grad
 
     # eager results
     Ax, AHy, ANx = op(x), op.H(y), op.N(x)
@@ -75,7 +78,7 @@ def test_operator_contract(name, dtype):
     check("H.H", lambda: assert_close(op.H.H(x), Ax, dtype))
 
     # jit equals eager; new values do not re-trace
-    jAx, jAHy, jANx = run(op, x, y)
+    jAx, jAHy, jANx, jvmap, g = run(op, x, y)
     for prop, got, want in (("jit A", jAx, Ax), ("jit A.H", jAHy, AHy), ("jit A.N", jANx, ANx)):
         check(prop, assert_close, got, want, dtype)
     op2, x2, y2 = build(name, dtype, seed=1)
@@ -83,15 +86,12 @@ def test_operator_contract(name, dtype):
     assert len(traces) == 1, f"[no retrace] traced {len(traces)} times for new values"
 
     # vmap over an extra leading input axis equals a loop
-    xs = jnp.stack([x, 2 * x, -x])
-    got = jax.jit(jax.vmap(lambda v: op(v)))(xs)
-    check("vmap", assert_close, got, jnp.stack([Ax, 2 * Ax, -Ax]), dtype)
+    check("vmap", assert_close, jvmap, jnp.stack([Ax, 2 * Ax, -Ax]), dtype)
 
     # grad w.r.t. the input against the dense matrix: f(x) = Re(c^H M x).
     # JAX returns df/dRe(x) - i df/dIm(x) = conj(M^H c) for complex x.
     M = dense_matrix(lambda v: run(op, v, y)[0], np.asarray(x))
     c = np.asarray(y).ravel().astype(np.complex128)
-    g = jax.jit(jax.grad(lambda v: jnp.real(jl.testing.inner(y, op(v)))))(x)
     want = np.conj(M.conj().T @ c)
     if not jnp.issubdtype(dtype, jnp.complexfloating):
         want = want.real
