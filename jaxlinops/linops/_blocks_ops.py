@@ -122,6 +122,9 @@ class _Blocks(NamedLinop):
             self.blocks_shape,
         )
 
+    def split(self, tile) -> NamedLinop:
+        return split_arrays(self, tile, batch=self.batch_shape)
+
 
 class ArrayToBlocks(_Blocks):
     r"""Extract blocks (patches) from the last $D$ axes: $y[b, k, p] = x[b, k s + p]$.
@@ -141,9 +144,6 @@ class ArrayToBlocks(_Blocks):
     @property
     def oshape(self) -> Dims:
         return self.batch_shape + self.blocks_shape
-
-    def split(self, tile) -> NamedLinop:
-        return split_arrays(self, tile, batch=self.batch_shape)
 
     def apply(self, x: jax.Array) -> jax.Array:
         return self._unfold(x)
@@ -180,9 +180,6 @@ class BlocksToArray(_Blocks):
     @property
     def oshape(self) -> Dims:
         return self.batch_shape + self.array_shape
-
-    def split(self, tile) -> NamedLinop:
-        return split_arrays(self, tile, batch=self.batch_shape)
 
     def apply(self, x: jax.Array) -> jax.Array:
         return self._fold(x)

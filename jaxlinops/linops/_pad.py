@@ -38,6 +38,9 @@ class AbstractCenterResize(NamedLinop):
     def size(self, dim: str) -> int | None:
         return size_of(dim, (self.in_shape, self.in_size), (self.out_shape, self.out_size))
 
+    def split(self, tile) -> NamedLinop:
+        return split_arrays(self, tile, batch=self.batch_shape)
+
 
 class Pad(AbstractCenterResize):
     r"""Centered zero padding of the last $D$ dims from `im_size` to `pad_im_size`.
@@ -84,9 +87,6 @@ class Pad(AbstractCenterResize):
     @property
     def out_size(self) -> tuple[int, ...]:
         return self.pad_im_size
-
-    def split(self, tile) -> NamedLinop:
-        return split_arrays(self, tile, batch=self.batch_shape)
 
     def apply(self, x: jax.Array) -> jax.Array:
         return center_pad(x, self.im_size, self.pad_im_size)
@@ -148,9 +148,6 @@ class Crop(AbstractCenterResize):
     @property
     def out_size(self) -> tuple[int, ...]:
         return self.crop_im_size
-
-    def split(self, tile) -> NamedLinop:
-        return split_arrays(self, tile, batch=self.batch_shape)
 
     def apply(self, x: jax.Array) -> jax.Array:
         return center_crop(x, self.im_size, self.crop_im_size)
