@@ -6,7 +6,7 @@ compose them with `@`, and use `A.H` (adjoint) and `A.N` (normal).
 
 import importlib.metadata as _metadata
 
-from . import functional as functional, testing as testing
+from . import config as config, functional as functional, testing as testing
 from ._dims import Dim as Dim, Dims as Dims, next_unused as next_unused
 from ._linop import NamedLinop as NamedLinop, dims_field as dims_field, rename as rename
 from ._split import split as split, split_linop as split_linop
@@ -38,6 +38,12 @@ from .linops import (
     ToDevice as ToDevice,
     Truncate as Truncate,
     Zero as Zero,
+)
+from .sharding import (
+    BatchedLinop as BatchedLinop,
+    BatchSpec as BatchSpec,
+    create_batched_linop as create_batched_linop,
+    shard as shard,
 )
 
 try:

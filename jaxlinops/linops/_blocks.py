@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Callable
+from typing import ClassVar
 
 import equinox as eqx
 import jax
 
 from .._dims import Dims
 from .._linop import NamedLinop
-from .._split import tile_length
+from .._split import Tile, as_tile, tile_length
 from ._containers import block_apply, call_adjoint
 
 
@@ -21,6 +22,7 @@ class AbstractBlocks(NamedLinop):
     linops: eqx.AbstractVar[tuple[NamedLinop, ...]]
     idim: eqx.AbstractVar[Dims]
     odim: eqx.AbstractVar[Dims]
+    _grows_last_block: ClassVar[bool] = True  # False: padded entries become zero blocks
 
     @abc.abstractmethod
     def _splitter(self, dim: str, shape: Dims, n: int) -> Callable:
@@ -43,28 +45,42 @@ class AbstractBlocks(NamedLinop):
         `odim`/`idim`; the tile keeps $C_i \cap T_{out}$ by $R_i \cap T_{in}$, each child
         cut to it (a child wholly inside is not split along that dim). A child the tile
         misses on one side only (block diagonal with distinct dims) becomes a zero block
-        of size 0 on that side; one it misses entirely is dropped."""
-        rest = {d: s for d, s in tile.items() if d not in self.idim + self.odim}
+        of size 0 on that side; one it misses entirely is dropped. A padded tile's entries
+        past the end go to the last block (`_grows_last_block`) or to zero blocks."""
+        tile = as_tile(tile)
+        block_dims = tuple(dict.fromkeys(self.idim + self.odim))
+        rest = tile.with_slices({d: s for d, s in tile.items() if d not in block_dims})
+        bounds = {d: self._bounds(tile, d) for d in block_dims if d in tile}
         kept = []
         for i, op in enumerate(self.linops):
             local, covered = dict(rest), {}
-            for d in dict.fromkeys(self.idim + self.odim):
-                if d in tile:
-                    lo, hi = self._extents(d)[i]
-                    start, stop, _ = tile[d].indices(self.size(d))
-                    start, stop = max(start, lo), min(stop, hi)
-                    covered[d] = start < stop
-                    if start < stop and (start, stop) != (lo, hi):
-                        local[d] = slice(start - lo, stop - lo)
+            for d, (start, stop) in bounds.items():
+                lo, hi = self._extents(d)[i]
+                grow = self._grows_last_block and hi == self.size(d)
+                start, stop = max(start, lo), stop if grow else min(stop, hi)
+                covered[d] = start < stop
+                if start < stop and (start, stop) != (lo, hi):
+                    local[d] = slice(start - lo, stop - lo)
+            local = tile.with_slices(local)
             if all(covered.values()):
                 kept.append(op.split(local))
                 continue
-            missed = tuple(d for d in self.idim + self.odim if not covered.get(d, True))
-            if len(missed) < len(self.idim + self.odim):
+            missed = tuple(d for d in block_dims if not covered.get(d, True))
+            if len(missed) < len(block_dims):
                 kept.append(self._zero_block(op.split(local), missed))
+        past = [stop - max(start, self.size(d)) for d, (start, stop) in bounds.items()]
+        if not self._grows_last_block and past and past[0] > 0:
+            kept += [_zero(self.linops[-1].split(rest), {}, {})] * past[0]
         if kept:
             return eqx.tree_at(lambda o: o.linops, self, tuple(kept))
         return _zero(self, tile, {})
+
+    def _bounds(self, tile: Tile, dim: str) -> tuple[int, int]:
+        """The tile's `[start, stop)` along the block dim `dim` (past the end if padded)."""
+        s = tile[dim]
+        if dim in tile.padded:
+            return s.start or 0, s.stop
+        return s.indices(self.size(dim))[:2]
 
     def _zero_block(self, op: NamedLinop, missed: Dims) -> NamedLinop:
         """A zero block with size 0 along the block dims `missed` (overridden where that
@@ -92,5 +108,5 @@ def _zero(op: NamedLinop, tile, sizes: dict[str, int]) -> NamedLinop:
     for d in dict.fromkeys(op.ishape + op.oshape):
         n = op.size(d)
         if n is not None and d not in sizes:
-            sizes[d] = tile_length(tile[d], n) if d in tile else n
+            sizes[d] = tile_length(tile, d, n) if d in tile else n
     return Zero(op.ishape, op.oshape, sizes)

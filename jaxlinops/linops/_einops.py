@@ -13,7 +13,7 @@ from .._arrays import batch_shape_of, dim_sizes
 from .._dims import ELLIPSIS, Dims, DimsLike, as_dims, axis_of, fmt
 from .._linop import NamedLinop, dims_field, identity_normal
 from .._pattern import check_patterns, dim_groups, group_size, parse_pattern, rearrange
-from .._split import split_arrays, tile_length
+from .._split import mask_padded, split_arrays, tile_length
 from ._scalar import Scalar
 
 Lengths = tuple[tuple[str, int], ...]
@@ -188,7 +188,8 @@ class SumReduce(NamedLinop):
         return dict(self.axes_lengths).get(dim)
 
     def split(self, tile) -> NamedLinop:
-        return SumReduce(self.ishape, self.oshape, _tiled(self.axes_lengths, tile))
+        tiled = SumReduce(self.ishape, self.oshape, _tiled(self.axes_lengths, tile))
+        return mask_padded(tiled, self, tile)
 
     def apply(self, x: jax.Array) -> jax.Array:
         return _sum(x, self.ishape, self.oshape)
@@ -272,7 +273,8 @@ class Repeat(NamedLinop):
 
     def split(self, tile) -> NamedLinop:
         lengths = _tiled(self.n_repeats, tile)
-        return Repeat(lengths, self.ishape, self.oshape, self.broadcast_dims)
+        tiled = Repeat(lengths, self.ishape, self.oshape, self.broadcast_dims)
+        return mask_padded(tiled, self, tile)
 
     def apply(self, x: jax.Array) -> jax.Array:
         return _broadcast(x, self.ishape, self.oshape, self._all_lengths())
@@ -294,4 +296,4 @@ class Repeat(NamedLinop):
 
 def _tiled(lengths: Lengths, tile) -> dict[str, int]:
     """`lengths` with each tiled dim's length replaced by its tile's."""
-    return {d: tile_length(tile[d], n) if d in tile else n for d, n in lengths}
+    return {d: tile_length(tile, d, n) if d in tile else n for d, n in lengths}

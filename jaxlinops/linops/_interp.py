@@ -125,7 +125,7 @@ class Interpolate(NamedLinop):
 
     def split(self, tile) -> NamedLinop:
         arrays = [(lambda o: o.locs, self.locs_batch_shape + (None,))]
-        return split_arrays(self, tile, arrays, self.batch_shape)
+        return split_arrays(self, tile, arrays, self.batch_shape, zeroed=False)
 
     def apply(self, x: jax.Array) -> jax.Array:
         return ungrid(x, self.locs, *self._options())

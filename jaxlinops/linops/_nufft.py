@@ -9,7 +9,7 @@ import jax
 
 from .._dims import ELLIPSIS, Dims, DimsLike, as_dims, fmt, size_of
 from .._linop import NamedLinop, dims_field
-from .._split import split_arrays
+from .._split import mask_padded, slice_arrays
 from ..functional._nufft import NUFFTPlan, adjoint, forward, make_plan, sorted_order
 from ..functional._toeplitz import check_embedding
 from ._fft import KSPACE_DIMS
@@ -134,11 +134,11 @@ class NUFFT(NamedLinop):
 
     def split(self, tile) -> NamedLinop:
         arrays = [(lambda o: o.plan.locs, self.output_shape + (None,))]
-        out = split_arrays(self, tile, arrays, self.batch_shape)
-        if out.plan.order is None or out.plan.locs.shape == self.plan.locs.shape:
-            return out
-        order = sorted_order(out.plan.locs, self.plan.padded_size)
-        return eqx.tree_at(lambda o: o.plan.order, out, order)
+        out, _ = slice_arrays(self, tile, arrays, self.batch_shape)
+        if out.plan.order is not None and out.plan.locs.shape != self.plan.locs.shape:
+            order = sorted_order(out.plan.locs, self.plan.padded_size)
+            out = eqx.tree_at(lambda o: o.plan.order, out, order)
+        return mask_padded(out, self, tile)
 
     def apply(self, x: jax.Array) -> jax.Array:
         return forward(x, self.plan)

@@ -126,7 +126,7 @@ class Sampling(NamedLinop):
 
     def split(self, tile) -> NamedLinop:
         arrays = [(lambda o, k=k: o.idx[k], self.output_shape) for k in range(len(self.idx))]
-        return split_arrays(self, tile, arrays, self.batch_shape)
+        return split_arrays(self, tile, arrays, self.batch_shape, zeroed=False)
 
     def apply(self, x: jax.Array) -> jax.Array:
         return index(x, self.idx)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import equinox as eqx
 import jax.numpy as jnp
 
@@ -35,6 +37,7 @@ class Stack(AbstractBlocks):
     odim: Dims = dims_field()
     iidx: int = eqx.field(static=True)
     oidx: int = eqx.field(static=True)
+    _grows_last_block: ClassVar[bool] = False
 
     def __init__(
         self,

@@ -1,0 +1,339 @@
+r"""`BatchedLinop`: one operator applied tile by tile, across a device mesh or in a loop.
+
+For batched dims $d$ with tile sizes $b_d$, the operator is the sum over the tile grid
+
+$$A = \sum_t Q_t^T A_t P_t, \qquad A_t = Q_t A P_t^T,$$
+
+where $P_t$ and $Q_t$ select the tile's entries of the batched input and output dims
+(torchlinops' reassembly rule: a dim in the output is concatenated, any other is summed).
+Every tile has the same structure (ragged tiles are zero-padded, see `jaxlinops._split`),
+so the tiles' arrays are stacked along leading grid axes. With a mesh, `jax.shard_map`
+gives each device its block of the grid (arrays sharded along the grid axes, the input
+along the batched input dims); each device loops over its tiles with `lax.scan`,
+accumulating into its block of the output; dims not in the output are reduced across
+devices with `psum`, dims in the output stay sharded (`out_specs`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+from .._dims import Dims, axis_of, fmt
+from .._linop import NamedLinop, dims_field
+from .._split import as_tile
+from ..linops._adjoint import Adjoint
+from ._log import log_application
+
+
+@dataclasses.dataclass(frozen=True)
+class BatchDim:
+    """A batched dim: its size (None: fixed by the input), tile size, and the mesh axis
+    (None: memory-only) with its number of devices."""
+
+    size: int | None
+    tile: int
+    axis: str | None = None
+    devices: int = 1
+
+    def count(self, size: int) -> int:
+        """Tiles along the dim: $\\lceil n / b \\rceil$, rounded up to a multiple of the
+        number of devices (the extra tiles are all padding)."""
+        per_device = -(-size // (self.tile * self.devices))
+        return per_device * self.devices
+
+
+class BatchedLinop(NamedLinop):
+    """An operator run tile by tile (see the module doc); build it with
+    `jaxlinops.create_batched_linop` or `jaxlinops.shard`.
+
+    `tiles` holds the tiles' arrays stacked along one leading axis per dim of `stacked`
+    (the batched dims the operator fixes), or, where the tiles differ in structure, a
+    tuple of the tiles in grid order (each device then selects its tiles with
+    `lax.switch`, and every array is replicated).
+    """
+
+    tiles: NamedLinop | tuple[NamedLinop, ...]
+    ishape: Dims = dims_field()
+    oshape: Dims = dims_field()
+    batch: tuple[tuple[str, BatchDim], ...] = dims_field("pairs")
+    stacked: Dims = dims_field()
+    sizes: tuple[tuple[str, int], ...] = dims_field("pairs")
+    mesh: Mesh | None = eqx.field(static=True)
+    base_device: jax.Device | None = eqx.field(static=True)
+
+    @property
+    def name(self) -> str:
+        parts = []
+        for d, bd in self.batch:
+            where = f" over {bd.axis}:{bd.devices}" if bd.axis is not None else ""
+            parts.append(f"{d}/{bd.tile}{where}")
+        return f"Batched[{', '.join(parts)}]"
+
+    @property
+    def children(self) -> tuple[NamedLinop, ...]:
+        return self.tiles if isinstance(self.tiles, tuple) else (self.tiles,)
+
+    def size(self, dim: str) -> int | None:
+        return dict(self.sizes).get(dim)
+
+    def adjoint(self) -> NamedLinop:
+        if isinstance(self.tiles, tuple):
+            tiles = tuple(t.adjoint() for t in self.tiles)
+        else:
+            tiles = Adjoint(self.tiles)  # a wrapper: the stacked arrays are untouched
+        return dataclasses.replace(self, tiles=tiles, ishape=self.oshape, oshape=self.ishape)
+
+    def apply_adjoint(self, y: jax.Array) -> jax.Array:
+        return self.adjoint().apply(y)
+
+    def split(self, tile) -> NamedLinop:
+        """A tile along dims that are not batched: every tile split alike."""
+        tile = as_tile(tile)
+        batched = sorted(d for d in tile if d in dict(self.batch))
+        if batched:
+            raise ValueError(
+                f"`{self.name}` ({fmt(self.ishape)} -> {fmt(self.oshape)}) is batched along "
+                f"{batched}; split the operator before batching it."
+            )
+
+        def split_one(op):
+            return op.split(tile)
+
+        if isinstance(self.tiles, tuple):
+            tiles = tuple(split_one(t) for t in self.tiles)
+        else:
+            for _ in self.stacked:
+                split_one = eqx.filter_vmap(split_one)
+            tiles = place(split_one(self.tiles), self.mesh, self.grid_axes())
+        sizes = {d: _tiled_size(tile, d, n) for d, n in self.sizes}
+        return dataclasses.replace(self, tiles=tiles, sizes=tuple(sizes.items()))
+
+    def grid_axes(self) -> tuple[str | None, ...]:
+        """The mesh axis of each stacked grid axis of `tiles`."""
+        batch = dict(self.batch)
+        return tuple(batch[d].axis for d in self.stacked)
+
+    # ----------------------------------------------------------------- application
+    def apply(self, x: jax.Array) -> jax.Array:
+        batch = dict(self.batch)
+        in_axes = {d: _axis(self.ishape, d, x.ndim) for d in batch if d in self.ishape}
+        sizes = {d: x.shape[in_axes[d]] if bd.size is None else bd.size for d, bd in batch.items()}
+        counts = {d: bd.count(sizes[d]) for d, bd in batch.items()}
+        for d, axis in in_axes.items():
+            x = _pad_to(x, axis, counts[d] * batch[d].tile)
+        run = _Runner(self, x.ndim, counts)
+        y = run(x)
+        out_axes = {d: _axis(self.oshape, d, y.ndim) for d in batch if d in self.oshape}
+        for d, axis in out_axes.items():
+            y = jax.lax.slice_in_dim(y, 0, sizes[d], axis=axis)
+        log_application(self, x, y, counts)
+        if self.base_device is not None:
+            y = gather(y, self.mesh, self.base_device)
+        return y
+
+
+@dataclasses.dataclass(frozen=True)
+class _Runner:
+    """The compiled program of one application: per-device body and its `shard_map`."""
+
+    op: BatchedLinop
+    ndim: int
+    counts: dict[str, int]
+
+    @property
+    def batch(self) -> dict[str, BatchDim]:
+        return dict(self.op.batch)
+
+    def local_counts(self) -> dict[str, int]:
+        return {d: self.counts[d] // bd.devices for d, bd in self.batch.items()}
+
+    def __call__(self, x: jax.Array) -> jax.Array:
+        arrays, static = eqx.partition(self.op.tiles, eqx.is_array)
+        mesh = self.op.mesh
+        if mesh is None:
+            return self.body(arrays, static, x)
+        x_spec = self.spec(self.op.ishape, self.ndim)
+        out_ndim = self.out_struct(arrays, static, x).ndim
+        y_spec = self.spec(self.op.oshape, out_ndim)
+        if isinstance(self.op.tiles, tuple):
+            tile_specs = jax.tree.map(lambda _: PartitionSpec(), arrays)
+        else:
+            grid = PartitionSpec(*self.op.grid_axes())
+            tile_specs = jax.tree.map(lambda _: grid, arrays)
+        body = jax.shard_map(
+            lambda a, v: self.body(a, static, v),
+            mesh=mesh,
+            in_specs=(tile_specs, x_spec),
+            out_specs=y_spec,
+        )
+        return body(arrays, x)
+
+    def spec(self, shape: Dims, ndim: int) -> PartitionSpec:
+        """Mesh axes at the positions of the batched dims of an array laid out by `shape`."""
+        entries: list[str | None] = [None] * ndim
+        for d, bd in self.batch.items():
+            if d in shape:
+                entries[_axis(shape, d, ndim)] = bd.axis
+        return PartitionSpec(*entries)
+
+    def tile_input(self, x: jax.Array) -> jax.ShapeDtypeStruct:
+        shape = list(x.shape)
+        for d, bd in self.batch.items():
+            if d in self.op.ishape:
+                shape[_axis(self.op.ishape, d, self.ndim)] = bd.tile
+        return jax.ShapeDtypeStruct(tuple(shape), x.dtype)
+
+    def out_struct(self, arrays, static, x: jax.Array) -> jax.ShapeDtypeStruct:
+        """Shape and dtype of one tile's output."""
+        first = {d: 0 for d in self.batch}
+        plain = jax.tree.map(lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype), arrays)
+        return jax.eval_shape(
+            lambda a, v: self.apply_tile(a, static, first, v, local=False),
+            plain,
+            self.tile_input(x),
+        )
+
+    def apply_tile(self, arrays, static, index: dict, x: jax.Array, local=True) -> jax.Array:
+        """The tile at grid `index` (local to the device unless `local` is False) applied
+        to its input `x`."""
+        tiles = self.op.tiles
+        if not isinstance(tiles, tuple):
+            pick = tuple(index[d] for d in self.op.stacked)
+            tile = eqx.combine(jax.tree.map(lambda a: a[pick], arrays), static)
+            return tile.apply(x)
+        flat = 0
+        for d in self.op.stacked:
+            offset = self.device_index(d) * self.local_counts()[d] if local else 0
+            flat = flat * self.counts[d] + offset + index[d]
+        ops = eqx.combine(arrays, static)
+        dtype = jnp.result_type(*(jax.eval_shape(t.apply, x).dtype for t in ops))
+        axes = self.mesh_axes() if local else ()
+        branches = [_branch(k, dtype, axes) for k in range(len(ops))]
+        return jax.lax.switch(flat, branches, ops, x)
+
+    def mesh_axes(self) -> tuple[str, ...]:
+        """The mesh axes of the batched dims (none without a mesh)."""
+        if self.op.mesh is None:
+            return ()
+        return tuple(bd.axis for bd in self.batch.values())
+
+    def device_index(self, d: str):
+        bd = self.batch[d]
+        if self.op.mesh is None or bd.devices == 1:
+            return 0
+        return jax.lax.axis_index(bd.axis)
+
+    def body(self, arrays, static, x: jax.Array) -> jax.Array:
+        """One device: loop over its tiles, add each output into its block, reduce."""
+        local = self.local_counts()
+        names = list(self.batch)
+        total = math.prod(local.values())
+        ishape, oshape = self.op.ishape, self.op.oshape
+
+        def index_of(flat) -> dict:
+            index, rest = {}, flat
+            for d in reversed(names):
+                index[d], rest = rest % local[d], rest // local[d]
+            return index
+
+        def tile_output(flat):
+            index = index_of(flat)
+            xt = x
+            for d in names:
+                if d in ishape:
+                    axis, b = _axis(ishape, d, x.ndim), self.batch[d].tile
+                    xt = jax.lax.dynamic_slice_in_dim(xt, index[d] * b, b, axis)
+            return index, self.apply_tile(arrays, static, index, xt)
+
+        y = tile_output(0)[1]
+        if total > 1:
+
+            def step(acc, flat):
+                index, yt = tile_output(flat)
+                starts = [jnp.int32(0)] * yt.ndim
+                for d in names:
+                    if d in oshape:
+                        starts[_axis(oshape, d, yt.ndim)] = index[d] * self.batch[d].tile
+                block = jax.lax.dynamic_slice(acc, starts, yt.shape) + yt
+                return jax.lax.dynamic_update_slice(acc, block, starts), None
+
+            # the first tile's output, padded to the device's block, starts the sum (and
+            # gives the carry the same device-varying type as every tile's output)
+            widths = [(0, 0)] * y.ndim
+            for d in names:
+                if d in oshape:
+                    widths[_axis(oshape, d, y.ndim)] = (0, (local[d] - 1) * self.batch[d].tile)
+            flats = jnp.arange(1, total, dtype=jnp.int32)
+            y = jax.lax.scan(step, jnp.pad(y, widths), flats)[0]
+        summed = tuple(
+            bd.axis for d, bd in self.batch.items() if d not in oshape and bd.axis is not None
+        )
+        if self.op.mesh is not None and summed:
+            # the barrier keeps XLA:CPU from folding a constant (e.g. all-zero) block into
+            # the all-reduce, which crashes its compiler (jax 0.10 and 0.12)
+            y = jax.lax.psum(jax.lax.optimization_barrier(y), summed)
+        return y
+
+
+def gather(y: jax.Array, mesh: Mesh | None, device: jax.Device) -> jax.Array:
+    """`y` gathered: replicated across `mesh` inside `jit` (one program cannot move data
+    off its devices), and on `device` when applied eagerly."""
+    if mesh is not None:
+        y = jax.lax.with_sharding_constraint(y, NamedSharding(mesh, PartitionSpec()))
+    return jax.device_put(y, device)
+
+
+def _branch(k: int, dtype, axes: tuple[str, ...]) -> Callable:
+    """Branch `k` of the tile switch: tile `k`, in the common dtype, varying over the mesh
+    `axes` like every other branch (a zero block does not vary)."""
+    return lambda ops, v: _varying(ops[k].apply(v).astype(dtype), axes)
+
+
+def _varying(y: jax.Array, axes: tuple[str, ...]) -> jax.Array:
+    """`y`, typed as varying over the mesh `axes` (whether or not it did)."""
+    if not axes:
+        return y
+    return y + jax.lax.pcast(jnp.zeros((), y.dtype), axes, to="varying")
+
+
+def _axis(shape: Dims, dim: str, ndim: int) -> int:
+    axis = axis_of(shape, dim)
+    return axis + ndim if axis < 0 else axis
+
+
+def _pad_to(x: jax.Array, axis: int, n: int) -> jax.Array:
+    if x.shape[axis] == n:
+        return x
+    widths = [(0, 0)] * x.ndim
+    widths[axis] = (0, n - x.shape[axis])
+    return jnp.pad(x, widths)
+
+
+def _tiled_size(tile, dim: str, n: int) -> int:
+    from .._split import tile_length
+
+    return tile_length(tile, dim, n) if dim in tile else n
+
+
+def place(tiles, mesh: Mesh | None, axes: tuple[str | None, ...]):
+    """Put the stacked tile arrays on `mesh`, sharded along their leading grid axes."""
+    if mesh is None:
+        return tiles
+    sharding = NamedSharding(mesh, PartitionSpec(*axes))
+    arrays, static = eqx.partition(tiles, eqx.is_array)
+    return eqx.combine(jax.tree.map(lambda a: _put(a, sharding), arrays), static)
+
+
+def _put(a, sharding: NamedSharding):
+    """`a` (the same value in every process) placed with `sharding`; on a mesh spanning
+    processes, each process puts only its own shards."""
+    if sharding.is_fully_addressable or isinstance(a, jax.core.Tracer):
+        return jax.device_put(a, sharding)
+    return jax.make_array_from_callback(a.shape, sharding, lambda index: a[index])

@@ -1,0 +1,170 @@
+"""`create_batched_linop` and `shard`: build a `BatchedLinop` from an operator."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import Mesh
+
+from .._dims import fmt
+from .._linop import NamedLinop, all_dims
+from .._split import Tile
+from ._batched import BatchDim, BatchedLinop, place
+from ._log import log_plan
+from ._spec import BatchSpec, fit_devices, make_mesh
+
+
+def create_batched_linop(A: NamedLinop, specs: BatchSpec | Sequence[BatchSpec]) -> BatchedLinop:
+    """`A` as one operator run tile by tile: `create_batched_linop(A, BatchSpec({"C": 1},
+    device_matrix=jax.devices()))` puts one coil per device.
+
+    A list of specs nests: the first tiles `A` (across its devices), each tile is batched
+    by the rest (e.g. readout chunks one after another, to bound memory); only the first
+    spec may have a device matrix. The result behaves like `A` (`.H`, `.N`, `@`, `jit`,
+    `grad`, `vmap`); its outputs stay sharded unless the spec has a `base_device`.
+    """
+    specs = [specs] if isinstance(specs, BatchSpec) else list(specs)
+    if not specs or not all(isinstance(s, BatchSpec) for s in specs):
+        raise TypeError(
+            "`create_batched_linop` expects a BatchSpec or a non-empty list of BatchSpecs; "
+            f"got {specs!r}."
+        )
+    spec, rest = specs[0], specs[1:]
+    if any(s.device_matrix is not None for s in rest):
+        raise ValueError(
+            "`create_batched_linop`: only the first BatchSpec may have a device matrix; "
+            "batch several dims across devices with one spec (a multi-axis device matrix)."
+        )
+    inner = (lambda t: create_batched_linop(t, rest)) if rest else None
+    sizes = batch_sizes(A, spec.batch_sizes, "create_batched_linop")
+    mesh = None
+    if spec.device_matrix is not None:
+        grid = [None if n is None else -(-n // spec.batch_sizes[d]) for d, n in sizes.items()]
+        mesh = make_mesh(fit_devices(spec.device_matrix, grid), tuple(sizes))
+    axes = {d: d for d in sizes} if mesh is not None else {}
+    return build(A, dict(spec.batch_sizes), mesh, axes, inner, spec.base_device)
+
+
+def shard(
+    A: NamedLinop,
+    mesh: Mesh,
+    axes: Mapping[str, str],
+    batch_sizes: Mapping[str, int] | None = None,
+) -> BatchedLinop:
+    """`A` run across an existing `mesh`: `axes = {dim: mesh axis}` puts the tiles of
+    each batched dim along that mesh axis. By default each device gets one tile
+    ($\\lceil n / \\text{devices} \\rceil$ entries); `batch_sizes` gives smaller tiles,
+    which each device then applies in turn."""
+    if not isinstance(mesh, Mesh):
+        raise TypeError(f"`shard` expects a jax.sharding.Mesh; got {type(mesh).__name__}.")
+    unknown = sorted(set(axes.values()) - set(mesh.axis_names))
+    if unknown:
+        raise ValueError(f"`shard`: mesh axes {unknown} are not in the mesh {mesh.axis_names}.")
+    if len(set(axes.values())) < len(axes):
+        raise ValueError(f"`shard`: each dim needs its own mesh axis; got {dict(axes)}.")
+    tiles = dict(batch_sizes or {})
+    extra = sorted(set(tiles) - set(axes))
+    if extra:
+        raise ValueError(f"`shard`: batch sizes given for dims {extra} that have no mesh axis.")
+    for d, ax in axes.items():
+        if d not in tiles:
+            n = A.size(d)
+            if n is None:
+                raise ValueError(
+                    f"`shard`: {A.name} does not fix the size of dim {d!r}; give its tile "
+                    f"size in `batch_sizes`."
+                )
+            tiles[d] = -(-n // mesh.shape[ax])
+    batch_sizes_checked = dict(BatchSpec(tiles).batch_sizes)
+    # an Auto copy of the mesh: shard_map then reshards plain inputs as needed
+    auto = make_mesh(mesh.devices, mesh.axis_names)
+    return build(A, batch_sizes_checked, auto, dict(axes), None, None)
+
+
+def batch_sizes(A: NamedLinop, tiles: Mapping[str, int], what: str) -> dict[str, int | None]:
+    """The size of each batched dim (None: only the input fixes it), checked."""
+    if not isinstance(A, NamedLinop):
+        raise TypeError(f"`{what}` expects a NamedLinop; got {type(A).__name__}.")
+    known = all_dims(A)
+    sizes = {}
+    for d in tiles:
+        if d not in known:
+            raise ValueError(
+                f"`{what}`: dim {d!r} is not a dim of {A.name} ({fmt(A.ishape)} -> "
+                f"{fmt(A.oshape)})."
+            )
+        sizes[d] = A.size(d)
+        if sizes[d] is None and d not in A.ishape:
+            raise ValueError(
+                f"`{what}`: {A.name} ({fmt(A.ishape)} -> {fmt(A.oshape)}) does not fix the "
+                f"size of dim {d!r}, and it is not an input dim that the input could fix."
+            )
+    return sizes
+
+
+def build(
+    A: NamedLinop,
+    tiles: dict[str, int],
+    mesh: Mesh | None,
+    axes: dict[str, str],
+    inner: Callable[[NamedLinop], NamedLinop] | None,
+    base_device,
+) -> BatchedLinop:
+    """Split `A` into its (padded) tile grid, stack the tiles and place them on `mesh`."""
+    sizes = batch_sizes(A, tiles, "create_batched_linop")
+    batch = {
+        d: BatchDim(n, tiles[d], axes.get(d), mesh.shape[axes[d]] if d in axes else 1)
+        for d, n in sizes.items()
+    }
+    stacked = tuple(d for d, n in sizes.items() if n is not None)
+    counts = [batch[d].count(sizes[d]) for d in stacked]
+    padded = frozenset(d for d, c in zip(stacked, counts) if c * tiles[d] != sizes[d])
+    grid = []
+    for index in np.ndindex(*counts):
+        slices = {d: slice(i * tiles[d], (i + 1) * tiles[d]) for d, i in zip(stacked, index)}
+        tile = A.split(Tile(slices, padded))
+        grid.append(inner(tile) if inner is not None else tile)
+    grid_axes = tuple(batch[d].axis for d in stacked)
+    tiles_op = stack(grid, counts)
+    if tiles_op is None:
+        tiles_op = place(tuple(grid), mesh, ())
+    else:
+        tiles_op = place(tiles_op, mesh, grid_axes)
+    op_sizes = {d: A.size(d) for d in A.dims}
+    out = BatchedLinop(
+        tiles=tiles_op,
+        ishape=A.ishape,
+        oshape=A.oshape,
+        batch=tuple(batch.items()),
+        stacked=stacked,
+        sizes=tuple((d, n) for d, n in op_sizes.items() if n is not None),
+        mesh=mesh,
+        base_device=base_device,
+    )
+    log_plan(out, counts)
+    return out
+
+
+def stack(tiles: list[NamedLinop], grid: list[int]) -> NamedLinop | None:
+    """The tiles as one operator whose arrays have leading grid axes, or None where the
+    tiles differ in structure, array shapes or dtypes, or in non-array leaves."""
+    static = eqx.filter(tiles[0], eqx.is_array, inverse=True)
+    flat, treedef = jax.tree.flatten(tiles[0])
+    for t in tiles[1:]:
+        other, other_def = jax.tree.flatten(t)
+        if other_def != treedef:
+            return None
+        for a, b in zip(flat, other):
+            if eqx.is_array(a) != eqx.is_array(b):
+                return None
+            if eqx.is_array(a) and (a.shape != b.shape or a.dtype != b.dtype):
+                return None
+            if not eqx.is_array(a) and a != b:
+                return None
+    parts = [eqx.filter(t, eqx.is_array) for t in tiles]
+    stacked = jax.tree.map(lambda *xs: jnp.stack(xs).reshape(tuple(grid) + xs[0].shape), *parts)
+    return eqx.combine(stacked, static)

@@ -1,0 +1,100 @@
+"""`BatchSpec` and the device mesh it describes.
+
+A spec gives a tile size per batched dim and, optionally, a device matrix. The matrix is
+fitted to the tile grid as in torchlinops ("fuzzy" broadcasting, aligned on the right):
+an axis with more devices than tiles is truncated, an axis of size 1 repeats, and an axis
+with fewer devices than tiles gives each device several tiles in turn. The fitted matrix
+becomes a `jax.sharding.Mesh` whose axes are named after the batched dims.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+from collections.abc import Mapping, Sequence
+
+import jax
+import numpy as np
+from jax.sharding import AxisType, Mesh
+
+
+@dataclasses.dataclass(frozen=True)
+class BatchSpec:
+    """How to batch an operator: `BatchSpec({"C": 1}, device_matrix=jax.devices())`.
+
+    **Fields:**
+
+    - `batch_sizes`: `{dim: tile size}`; the first dim is the outermost of the tile grid.
+    - `device_matrix`: devices laid out like the tile grid (a list or nested lists or an
+      array of `jax.Device`s), fitted to it by fuzzy broadcasting (see the module doc).
+      None: the tiles run one after another on the current device, which bounds memory.
+    - `base_device`: gather outputs: on this device when the operator is applied eagerly,
+      replicated across the mesh inside `jit` (one compiled program cannot move data off
+      its devices; `jax.device_put` the result). None keeps outputs sharded.
+    """
+
+    batch_sizes: Mapping[str, int]
+    device_matrix: np.ndarray | Sequence | None = None
+    base_device: jax.Device | None = None
+
+    def __post_init__(self):
+        sizes = dict(self.batch_sizes)
+        if not sizes:
+            raise ValueError("`BatchSpec` needs at least one batched dim; got none.")
+        for d, b in sizes.items():
+            if not isinstance(d, str):
+                raise TypeError(f"`BatchSpec`: dims are names (str); got {d!r}.")
+            if not isinstance(b, (int, np.integer)) or isinstance(b, bool) or b <= 0:
+                raise ValueError(
+                    f"`BatchSpec`: the tile size of dim {d!r} must be a positive integer; "
+                    f"got {b!r}."
+                )
+        object.__setattr__(self, "batch_sizes", types.MappingProxyType(sizes))
+        if self.device_matrix is not None:
+            matrix = device_matrix(self.device_matrix, "`BatchSpec(device_matrix=...)`")
+            if matrix.ndim > len(sizes):
+                raise ValueError(
+                    f"`BatchSpec`: a device matrix of shape {matrix.shape} cannot broadcast "
+                    f"to a tile grid over {len(sizes)} dim(s) {tuple(sizes)}."
+                )
+            object.__setattr__(self, "device_matrix", matrix)
+        if self.base_device is not None and not isinstance(self.base_device, jax.Device):
+            raise TypeError(
+                f"`BatchSpec(base_device=...)` must be a jax.Device; got "
+                f"{type(self.base_device).__name__}."
+            )
+
+
+def device_matrix(devices, what: str) -> np.ndarray:
+    """`devices` as a numpy object array of distinct `jax.Device`s on one platform."""
+    matrix = np.empty(np.shape(np.asarray(devices, dtype=object)), dtype=object)
+    matrix[...] = np.asarray(devices, dtype=object)
+    if matrix.size == 0:
+        raise ValueError(f"{what}: the device matrix is empty.")
+    flat = list(matrix.flat)
+    platforms = sorted({getattr(dev, "platform", "?") for dev in flat})
+    if len(platforms) > 1:
+        raise ValueError(f"{what}: devices of one platform expected; got {platforms}.")
+    for dev in flat:
+        if not isinstance(dev, jax.Device):
+            raise TypeError(f"{what}: expected jax.Device entries; got {type(dev).__name__}.")
+    if len(set(flat)) < len(flat):
+        raise ValueError(f"{what}: every device may appear only once; got {flat}.")
+    return matrix
+
+
+def fit_devices(matrix: np.ndarray, grid: Sequence[int | None]) -> np.ndarray:
+    """Fit a device matrix to a tile grid (`None`: a count known only from the input).
+
+    Axes align on the right; missing leading axes have size 1. An axis longer than the
+    grid's is truncated to it; other axes are kept (several tiles per device).
+    """
+    shape = (1,) * (len(grid) - matrix.ndim) + matrix.shape
+    matrix = matrix.reshape(shape)
+    index = tuple(slice(0, n if n is not None and n < m else m) for m, n in zip(shape, grid))
+    return matrix[index]
+
+
+def make_mesh(matrix: np.ndarray, names: Sequence[str]) -> Mesh:
+    """A mesh of `matrix` with Auto axes named `names` (inputs are resharded as needed)."""
+    return Mesh(matrix, tuple(names), axis_types=(AxisType.Auto,) * len(names))

@@ -1,0 +1,220 @@
+"""`create_batched_linop` and `shard` on 8 simulated CPU devices: batched operators equal
+the unbatched ones (forward, adjoint, normal) on 1-D and 2-D meshes, for every kind of
+reassembly, ragged tiles, nested specs and memory-only tiling; output shardings; jit,
+grad and vmap; no re-trace; the errors. The per-operator check of every family is
+`test_contract.py::test_batched_matches_the_operator`."""
+
+import logging
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from helpers import assert_close, rand
+from jax.sharding import AxisType, NamedSharding, PartitionSpec
+from test_nufft import random_locs
+
+import jaxlinops as jl
+from jaxlinops.sharding._spec import fit_devices
+
+C128 = jnp.complex128
+DEVICES = jax.devices()
+
+
+def sense(coils=8, n=8, frames=None, seed=0):
+    """Mask @ FFT @ coil maps: (Nx, Ny) -> (C, Kx, Ky), or with a frame dim T on both."""
+    batch = "" if frames is None else "T "
+    lead = () if frames is None else (frames,)
+    maps = jl.Dense(rand(seed, (coils, n, n)), "C Nx Ny", batch + "Nx Ny", batch + "C Nx Ny")
+    fft = jl.FFT(2, batch_shape=batch + "C", centered=True)
+    mask = np.random.default_rng(seed).random(lead + (1, n, n)) < 0.5
+    return jl.Diagonal(jnp.asarray(mask, jnp.float64), batch + "C Kx Ky") @ fft @ maps
+
+
+def check_all(B, A, x, y):
+    """Forward, adjoint and normal of B against A, in one compiled program."""
+    got = jax.jit(lambda op, v, w: (op(v), op.H(w), op.N(v)))(B, x, y)
+    for g, want in zip(got, (A(x), A.H(y), A.N(x))):
+        assert_close(g, want, C128)
+    return got
+
+
+def test_coils_across_8_devices_stay_sharded():
+    A, x, y = sense(), rand(1, (8, 8)), rand(2, (8, 8, 8))
+    B = jl.create_batched_linop(A, jl.BatchSpec({"C": 1}, device_matrix=DEVICES))
+    assert B.mesh.shape == {"C": 8}
+    forward, adjoint, _ = check_all(B, A, x, y)
+    # forward: coils concatenated through sharded out_specs; adjoint: a psum, replicated
+    assert forward.sharding.spec == PartitionSpec("C") and len(forward.sharding.device_set) == 8
+    assert forward.addressable_shards[3].data.shape == (1, 8, 8)
+    assert adjoint.sharding.is_fully_replicated
+    # the coil maps are stacked per tile and sharded: one coil per device
+    weight = B.tiles.linops[0].weight
+    assert weight.shape == (8, 1, 8, 8)
+    assert {s.data.shape for s in weight.addressable_shards} == {(1, 1, 8, 8)}
+    # the normal of A batched directly: coils are internal, summed across devices
+    BN = jl.create_batched_linop(A.N, jl.BatchSpec({"C": 1}, device_matrix=DEVICES))
+    assert_close(jax.jit(lambda op, v: op(v))(BN, x), A.N(x), C128)
+
+
+def test_frames_and_coils_on_a_2x4_mesh():
+    A = sense(coils=8, frames=2)
+    x, y = rand(3, (2, 8, 8)), rand(4, (2, 8, 8, 8))
+    devices = np.array(DEVICES).reshape(2, 4)
+    B = jl.create_batched_linop(A, jl.BatchSpec({"T": 1, "C": 2}, device_matrix=devices))
+    assert B.mesh.shape == {"T": 2, "C": 4}
+    forward, adjoint, _ = check_all(B, A, x, y)
+    assert forward.sharding.spec == PartitionSpec("T", "C")
+    assert adjoint.sharding.spec == PartitionSpec("T")  # coils summed, frames kept
+
+
+def test_input_only_dim_is_summed_and_psum_spans_the_mesh():
+    A = jl.Dense(rand(5, (3, 16)), "M N", "N", "M")
+    x, y = rand(6, (16,)), rand(7, (3,))
+    B = jl.create_batched_linop(A, jl.BatchSpec({"N": 2}, device_matrix=DEVICES))
+    forward, adjoint, _ = check_all(B, A, x, y)
+    assert forward.sharding.is_fully_replicated
+    assert adjoint.sharding.spec == PartitionSpec("N")
+
+
+@pytest.mark.parametrize(
+    "tile, devices", [(3, 2), (1, 4), (2, 8)], ids=["ragged", "2-per-device", "fewer-tiles"]
+)
+def test_ragged_tiles_and_more_tiles_than_devices(tile, devices):
+    A, x, y = sense(coils=7), rand(8, (8, 8)), rand(9, (7, 8, 8))
+    spec = jl.BatchSpec({"C": tile}, device_matrix=DEVICES[:devices])
+    check_all(jl.create_batched_linop(A, spec), A, x, y)
+
+
+def test_memory_only_tiling_and_nested_readout_chunks():
+    """Coils across devices, then readout chunks one after another on each device, for a
+    NUFFT SENSE operator; the non-Toeplitz normal has the readout dim inside it (ragged
+    chunks there are masked)."""
+    locs = random_locs(10, (8, 8), 3 * 12).reshape(3, 12, 2)
+    maps = jl.Dense(rand(11, (4, 8, 8)), "C Nx Ny", "Nx Ny", "C Nx Ny")
+    A = jl.NUFFT(locs, (8, 8), "S R", batch_shape="C", oversamp=2.0) @ maps
+    x, y = rand(12, (8, 8)), rand(13, (4, 3, 12))
+    specs = [jl.BatchSpec({"C": 1}, device_matrix=DEVICES[:4]), jl.BatchSpec({"R": 5})]
+    B = jl.create_batched_linop(A, specs)
+    assert isinstance(B.tiles, jl.BatchedLinop) and B.tiles.mesh is None
+    check_all(B, A, x, y)
+    memory_only = jl.create_batched_linop(A.N, jl.BatchSpec({"R": 5, "C": 3}))
+    assert memory_only.mesh is None
+    assert_close(jax.jit(lambda op, v: op(v))(memory_only, x), A.N(x), C128)
+
+
+def test_jit_grad_vmap_and_no_retrace():
+    A, x, y = sense(), rand(14, (8, 8)), rand(15, (8, 8, 8))
+    spec = jl.BatchSpec({"C": 1}, device_matrix=DEVICES)
+    B = jl.create_batched_linop(A, spec)
+    traces = []
+
+    @jax.jit
+    def loss(op, v):
+        traces.append(1)
+        return jnp.sum(jnp.abs(op(v) - y) ** 2)
+
+    gx_b, gx_a = jax.grad(loss, argnums=1)(B, x), jax.grad(loss, argnums=1)(A, x)
+    assert_close(gx_b, gx_a, C128)
+    # the gradient w.r.t. the coil maps, stacked per tile, is the unbatched one
+    g_b = jax.grad(loss)(B, x).tiles.linops[0].weight
+    g_a = jax.grad(loss)(A, x).linops[0].weight
+    assert_close(g_b.reshape(g_a.shape), g_a, C128)
+    xs = jnp.stack([x, 2 * x])
+    assert_close(jax.jit(jax.vmap(B))(xs), jax.vmap(A)(xs), C128)
+    # new data and new coil maps: the compiled program is reused
+    loss(B, x)
+    traces.clear()
+    loss(jl.create_batched_linop(sense(seed=5), spec), rand(16, (8, 8)))
+    assert not traces
+
+
+def test_chains_sharded_inputs_base_device_and_split_again():
+    A, x, y = sense(), rand(17, (8, 8)), rand(18, (8, 8, 8))
+    B = jl.create_batched_linop(A, jl.BatchSpec({"C": 1}, device_matrix=DEVICES))
+    apply = jax.jit(lambda op, v: op(v))
+    # composition with another operator
+    D = jl.Diagonal(rand(19, (8, 8)), "Nx Ny")
+    assert_close(apply(B @ D, x), (A @ D)(x), C128)
+    # an already sharded input
+    ys = jax.device_put(y, NamedSharding(B.mesh, PartitionSpec("C")))
+    assert_close(apply(B.H, ys), A.H(y), C128)
+    # base_device gathers the output: replicated inside jit, on the device eagerly
+    spec = jl.BatchSpec({"C": 2}, device_matrix=DEVICES[:4], base_device=DEVICES[5])
+    gathered = jl.create_batched_linop(A, spec)
+    out = apply(gathered, x)
+    assert out.sharding.is_fully_replicated
+    assert_close(out, A(x), C128)
+    assert gathered(x).sharding.device_set == {DEVICES[5]}
+    # the batched operator splits again along dims it is not batched along
+    A2, x2 = sense(frames=2), rand(20, (2, 8, 8))
+    B2 = jl.create_batched_linop(A2, jl.BatchSpec({"C": 1}, device_matrix=DEVICES))
+    tile = jl.split(B2, {"T": slice(1, 2)})
+    assert_close(apply(tile, x2[1:]), A2(x2)[1:], C128)
+    with pytest.raises(ValueError, match=r"is batched along \['C'\]; split the operator before"):
+        jl.split(B2, {"C": slice(0, 2)})
+
+
+def test_shard_on_a_user_mesh():
+    A, x, y = sense(), rand(21, (8, 8)), rand(22, (8, 8, 8))
+    mesh = jax.make_mesh((2, 4), ("a", "b"), axis_types=(AxisType.Explicit,) * 2)
+    B = jl.shard(A, mesh, {"C": "b"})
+    assert dict(B.batch)["C"].tile == 2  # one tile of 8 / 4 coils per device along "b"
+    forward, _, _ = check_all(B, A, x, y)
+    assert forward.sharding.spec == PartitionSpec("b")
+    with pytest.raises(ValueError, match=r"mesh axes \['z'\] are not in the mesh"):
+        jl.shard(A, mesh, {"C": "z"})
+
+
+def test_fuzzy_device_matrix_fit():
+    d = np.array(DEVICES, dtype=object)
+    # more devices than tiles: truncated; fewer: kept (several tiles per device)
+    assert list(fit_devices(d[:3], [2])) == list(d[:2])
+    assert list(fit_devices(d[:3], [5])) == list(d[:3])
+    # a 1-D matrix aligns with the last batched dim; the first gets a size-1 axis
+    assert fit_devices(d[:4], [3, 4]).shape == (1, 4)
+    # unknown tile counts (dims the input fixes) keep the matrix
+    assert fit_devices(d[:4].reshape(2, 2), [None, 1]).shape == (2, 1)
+
+
+def test_log_device_transfers(caplog, monkeypatch):
+    monkeypatch.setattr(jl.config, "log_device_transfers", True)
+    A, x = sense(), rand(23, (8, 8))
+    with caplog.at_level(logging.INFO, logger="jaxlinops"):
+        B = jl.create_batched_linop(A, jl.BatchSpec({"C": 2}, device_matrix=DEVICES[:4]))
+        B.H(A(x))
+    text = caplog.text
+    assert "dim 'C': tiles of 2, 4 tiles over mesh axis 'C' (4 devices); concatenated" in text
+    assert "TFRT_CPU_3: tiles {'C': '3..3'}" in text or "tiles {'C': '3..3'}" in text
+    assert "psum over mesh axes ['C']" in text
+
+
+def test_bad_input():
+    A = sense()
+    spec = jl.BatchSpec({"Q": 1}, device_matrix=DEVICES)
+    with pytest.raises(ValueError, match=r"dim 'Q' is not a dim of Chain \(\(Nx, Ny\) -> "):
+        jl.create_batched_linop(A, spec)
+    for bad in (0, -2, 1.5):
+        with pytest.raises(ValueError, match=r"tile size of dim 'C' must be a positive"):
+            jl.BatchSpec({"C": bad})
+    with pytest.raises(ValueError, match=r"device matrix of shape \(2, 4\) cannot broadcast"):
+        jl.BatchSpec({"C": 1}, device_matrix=np.array(DEVICES).reshape(2, 4))
+    with pytest.raises(ValueError, match="every device may appear only once"):
+        jl.BatchSpec({"C": 1}, device_matrix=[DEVICES[0], DEVICES[0]])
+
+    class OtherPlatform:
+        platform = "gpu"
+
+    with pytest.raises(ValueError, match=r"devices of one platform expected; got \['cpu', 'gpu'\]"):
+        jl.BatchSpec({"C": 1}, device_matrix=[DEVICES[0], OtherPlatform()])
+    with pytest.raises(ValueError, match="only the first BatchSpec may have a device matrix"):
+        jl.create_batched_linop(A, [jl.BatchSpec({"C": 1}), jl.BatchSpec({"C": 1}, DEVICES)])
+    nufft = jl.NUFFT(random_locs(24, (8, 8), 12), (8, 8), "R", batch_shape="C")
+    with pytest.raises(ValueError, match="does not fix the size of dim 'Q'"):
+        jl.create_batched_linop(
+            jl.Repeat({}, "C", "C Q", broadcast_dims="Q"), jl.BatchSpec({"Q": 1})
+        )
+    # a dim only the input sizes is fine: its tile count follows the input
+    B = jl.create_batched_linop(nufft, jl.BatchSpec({"C": 1}, device_matrix=DEVICES[:2]))
+    x = rand(25, (3, 8, 8))
+    assert_close(jax.jit(lambda op, v: op(v))(B, x), nufft(x), C128)
