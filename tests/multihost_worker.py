@@ -31,7 +31,7 @@ def main(process_id: int, port: int) -> None:
     maps = jl.Dense(crand(8, 16, 16), "C Nx Ny", "Nx Ny", "C Nx Ny")
     mask = jnp.asarray(rng.random((16, 16)) < 0.5, jnp.float64)
     A = jl.Diagonal(mask, "C Kx Ky") @ jl.FFT(2, batch_shape="C", centered=True) @ maps
-    x, y = crand(16, 16), crand(8, 16, 16)
+    x = crand(16, 16)
 
     B = jl.create_batched_linop(A, jl.BatchSpec({"C": 1}, device_matrix=jax.devices()))
     forward = jax.jit(lambda op, v: op(v))(B, x)
