@@ -164,6 +164,8 @@ def test_shard_on_a_user_mesh():
     assert forward.sharding.spec == PartitionSpec("b")
     with pytest.raises(ValueError, match=r"mesh axes \['z'\] are not in the mesh"):
         jl.shard(A, mesh, {"C": "z"})
+    with jax.set_mesh(mesh), pytest.raises(ValueError, match=r"applied under `jax.set_mesh`"):
+        B(x)
 
 
 def test_fuzzy_device_matrix_fit():

@@ -137,8 +137,10 @@ def scatter_windows(vals: jax.Array, nbhd: Neighbourhoods, grid, pad_mode: str) 
     points = nbhd.starts.shape[0]
     if points <= size:
         padded, _ = step(padded, (vals.T, *nbhd))
-    else:
-        padded, _ = lax.scan(step, padded, _chunks((vals.T, *nbhd), size))
+    else:  # the first chunk outside the loop gives the carry the type of every later one
+        chunks = _chunks((vals.T, *nbhd), size)  # (e.g. varying across shard_map devices)
+        padded, _ = step(padded, jax.tree.map(lambda a: a[0], chunks))
+        padded, _ = lax.scan(step, padded, jax.tree.map(lambda a: a[1:], chunks))
     return _unpad(padded, grid, sizes, pad_mode)
 
 

@@ -30,6 +30,7 @@ from .._linop import NamedLinop, dims_field
 from .._split import as_tile
 from ..linops._adjoint import Adjoint
 from ._log import log_application
+from ._stack import grid_spec, place, stack, tile_at, unstack
 
 
 @dataclasses.dataclass(frozen=True)
@@ -103,17 +104,19 @@ class BatchedLinop(NamedLinop):
                 f"{batched}; split the operator before batching it."
             )
 
-        def split_one(op):
-            return op.split(tile)
-
         if isinstance(self.tiles, tuple):
-            tiles = tuple(split_one(t) for t in self.tiles)
+            tiles = tuple(t.split(tile) for t in self.tiles)
         else:
-            for _ in self.stacked:
-                split_one = eqx.filter_vmap(split_one)
-            tiles = place(split_one(self.tiles), self.mesh, self.grid_axes())
+            grid = self.grid()
+            parts = [t.split(tile) for t in unstack(self.tiles, grid)]
+            tiles = place(stack(parts, grid), self.mesh, self.grid_axes())
         sizes = {d: _tiled_size(tile, d, n) for d, n in self.sizes}
         return dataclasses.replace(self, tiles=tiles, sizes=tuple(sizes.items()))
+
+    def grid(self) -> tuple[int, ...]:
+        """The tile counts along the stacked dims."""
+        batch = dict(self.batch)
+        return tuple(batch[d].count(batch[d].size) for d in self.stacked)
 
     def grid_axes(self) -> tuple[str | None, ...]:
         """The mesh axis of each stacked grid axis of `tiles`."""
@@ -159,14 +162,21 @@ class _Runner:
         mesh = self.op.mesh
         if mesh is None:
             return self.body(arrays, static, x)
+        context = jax.sharding.get_abstract_mesh()
+        if not context.empty and context != mesh.abstract_mesh:
+            raise ValueError(
+                f"`{self.op.name}` runs on its own mesh {dict(mesh.shape)} (Auto axes) but "
+                f"is applied under `jax.set_mesh` with {context}; apply it outside that "
+                f"context, or build the context mesh with Auto axes and pass it to `shard`."
+            )
         x_spec = self.spec(self.op.ishape, self.ndim)
         out_ndim = self.out_struct(arrays, static, x).ndim
         y_spec = self.spec(self.op.oshape, out_ndim)
         if isinstance(self.op.tiles, tuple):
             tile_specs = jax.tree.map(lambda _: PartitionSpec(), arrays)
         else:
-            grid = PartitionSpec(*self.op.grid_axes())
-            tile_specs = jax.tree.map(lambda _: grid, arrays)
+            axes = self.op.grid_axes()
+            tile_specs = jax.tree.map(lambda a: grid_spec(a, axes), arrays)
         body = jax.shard_map(
             lambda a, v: self.body(a, static, v),
             mesh=mesh,
@@ -205,8 +215,7 @@ class _Runner:
         to its input `x`."""
         tiles = self.op.tiles
         if not isinstance(tiles, tuple):
-            pick = tuple(index[d] for d in self.op.stacked)
-            tile = eqx.combine(jax.tree.map(lambda a: a[pick], arrays), static)
+            tile = tile_at(eqx.combine(arrays, static), tuple(index[d] for d in self.op.stacked))
             return tile.apply(x)
         flat = 0
         for d in self.op.stacked:
@@ -320,20 +329,3 @@ def _tiled_size(tile, dim: str, n: int) -> int:
     from .._split import tile_length
 
     return tile_length(tile, dim, n) if dim in tile else n
-
-
-def place(tiles, mesh: Mesh | None, axes: tuple[str | None, ...]):
-    """Put the stacked tile arrays on `mesh`, sharded along their leading grid axes."""
-    if mesh is None:
-        return tiles
-    sharding = NamedSharding(mesh, PartitionSpec(*axes))
-    arrays, static = eqx.partition(tiles, eqx.is_array)
-    return eqx.combine(jax.tree.map(lambda a: _put(a, sharding), arrays), static)
-
-
-def _put(a, sharding: NamedSharding):
-    """`a` (the same value in every process) placed with `sharding`; on a mesh spanning
-    processes, each process puts only its own shards."""
-    if sharding.is_fully_addressable or isinstance(a, jax.core.Tracer):
-        return jax.device_put(a, sharding)
-    return jax.make_array_from_callback(a.shape, sharding, lambda index: a[index])

@@ -4,18 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
-import equinox as eqx
-import jax
-import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh
 
 from .._dims import fmt
 from .._linop import NamedLinop, all_dims
 from .._split import Tile
-from ._batched import BatchDim, BatchedLinop, place
+from ._batched import BatchDim, BatchedLinop
 from ._log import log_plan
 from ._spec import BatchSpec, fit_devices, make_mesh
+from ._stack import place, stack
 
 
 def create_batched_linop(A: NamedLinop, specs: BatchSpec | Sequence[BatchSpec]) -> BatchedLinop:
@@ -128,12 +126,11 @@ def build(
         slices = {d: slice(i * tiles[d], (i + 1) * tiles[d]) for d, i in zip(stacked, index)}
         tile = A.split(Tile(slices, padded))
         grid.append(inner(tile) if inner is not None else tile)
-    grid_axes = tuple(batch[d].axis for d in stacked)
-    tiles_op = stack(grid, counts)
+    tiles_op = stack(grid, tuple(counts))
     if tiles_op is None:
         tiles_op = place(tuple(grid), mesh, ())
     else:
-        tiles_op = place(tiles_op, mesh, grid_axes)
+        tiles_op = place(tiles_op, mesh, tuple(batch[d].axis for d in stacked))
     op_sizes = {d: A.size(d) for d in A.dims}
     out = BatchedLinop(
         tiles=tiles_op,
@@ -147,24 +144,3 @@ def build(
     )
     log_plan(out, counts)
     return out
-
-
-def stack(tiles: list[NamedLinop], grid: list[int]) -> NamedLinop | None:
-    """The tiles as one operator whose arrays have leading grid axes, or None where the
-    tiles differ in structure, array shapes or dtypes, or in non-array leaves."""
-    static = eqx.filter(tiles[0], eqx.is_array, inverse=True)
-    flat, treedef = jax.tree.flatten(tiles[0])
-    for t in tiles[1:]:
-        other, other_def = jax.tree.flatten(t)
-        if other_def != treedef:
-            return None
-        for a, b in zip(flat, other):
-            if eqx.is_array(a) != eqx.is_array(b):
-                return None
-            if eqx.is_array(a) and (a.shape != b.shape or a.dtype != b.dtype):
-                return None
-            if not eqx.is_array(a) and a != b:
-                return None
-    parts = [eqx.filter(t, eqx.is_array) for t in tiles]
-    stacked = jax.tree.map(lambda *xs: jnp.stack(xs).reshape(tuple(grid) + xs[0].shape), *parts)
-    return eqx.combine(stacked, static)

@@ -1,0 +1,96 @@
+"""Tiles of one structure as one operator whose arrays have leading tile-grid axes.
+
+An array that is the same in every tile along a grid axis (e.g. a NUFFT trajectory when
+tiling coils) keeps a size-1 axis there: it is stored once, replicated across that mesh
+axis instead of copied per tile.
+"""
+
+from __future__ import annotations
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+from .._linop import NamedLinop
+
+
+def stack(tiles: list[NamedLinop], grid: tuple[int, ...]) -> NamedLinop | None:
+    """The tiles (in row-major grid order) as one operator with stacked arrays, or None
+    where they differ in structure, array shapes or dtypes, or non-array leaves."""
+    flat, treedef = jax.tree.flatten(tiles[0])
+    columns = [[leaf] for leaf in flat]
+    for t in tiles[1:]:
+        other, other_def = jax.tree.flatten(t)
+        if other_def != treedef:
+            return None
+        for column, a, b in zip(columns, flat, other):
+            if eqx.is_array(a) != eqx.is_array(b):
+                return None
+            if eqx.is_array(a) and (a.shape != b.shape or a.dtype != b.dtype):
+                return None
+            if not eqx.is_array(a) and a != b:
+                return None
+            column.append(b)
+    leaves = [_stack_leaf(c, grid) if eqx.is_array(c[0]) else c[0] for c in columns]
+    return jax.tree.unflatten(treedef, leaves)
+
+
+def _stack_leaf(column: list, grid: tuple[int, ...]):
+    """One array of every tile, stacked on the grid axes along which it varies."""
+    cells = np.empty(grid, dtype=object)
+    for i, a in enumerate(column):
+        cells[np.unravel_index(i, grid)] = a
+    for axis in range(len(grid)):
+        first = np.take(cells, [0], axis=axis)
+        if all(_same(a, b) for a, b in zip(cells.flat, np.broadcast_to(first, cells.shape).flat)):
+            cells = first
+    return jnp.stack(list(cells.flat)).reshape(cells.shape + column[0].shape)
+
+
+def _same(a, b) -> bool:
+    """Whether two arrays of the same shape and dtype are equal (identical under `jit`)."""
+    if a is b:
+        return True
+    if isinstance(a, jax.core.Tracer) or isinstance(b, jax.core.Tracer):
+        return False
+    return bool(jnp.array_equal(a, b))
+
+
+def tile_at(stacked: NamedLinop, index: tuple) -> NamedLinop:
+    """The tile at grid `index` (ints or traced ints) of a stacked operator."""
+    arrays, static = eqx.partition(stacked, eqx.is_array)
+    return eqx.combine(jax.tree.map(lambda a: a[pick(a, index)], arrays), static)
+
+
+def pick(a, index: tuple) -> tuple:
+    """`index` into the grid axes of `a`, with 0 where `a` is the same for every tile."""
+    return tuple(i if n > 1 else 0 for i, n in zip(index, a.shape))
+
+
+def unstack(stacked: NamedLinop, grid: tuple[int, ...]) -> list[NamedLinop]:
+    return [tile_at(stacked, index) for index in np.ndindex(*grid)]
+
+
+def grid_spec(a, axes: tuple[str | None, ...]) -> PartitionSpec:
+    """The grid axes of `a` on the mesh `axes`, replicated where `a` has size 1."""
+    return PartitionSpec(*(ax if n > 1 else None for ax, n in zip(axes, a.shape)))
+
+
+def place(tiles, mesh: Mesh | None, axes: tuple[str | None, ...]):
+    """Put the tile arrays on `mesh`, sharded along their grid axes (`axes`: the mesh axis
+    of each; `()` replicates every array)."""
+    if mesh is None:
+        return tiles
+    arrays, static = eqx.partition(tiles, eqx.is_array)
+    placed = jax.tree.map(lambda a: _put(a, NamedSharding(mesh, grid_spec(a, axes))), arrays)
+    return eqx.combine(placed, static)
+
+
+def _put(a, sharding: NamedSharding):
+    """`a` (the same value in every process) placed with `sharding`; on a mesh spanning
+    processes, each process puts only its own shards."""
+    if sharding.is_fully_addressable or isinstance(a, jax.core.Tracer):
+        return jax.device_put(a, sharding)
+    return jax.make_array_from_callback(a.shape, sharding, lambda index: a[index])
