@@ -82,6 +82,22 @@ def test_kaiser_bessel_matches_numpy_i0(beta):
     assert float(kaiser_bessel(jnp.asarray(1.0), beta)) == 1.0
 
 
+def test_kernel_gradient_is_finite_at_the_window_edge():
+    """d/dx I0(b sqrt(1 - x^2)) -> -b^2 x / 2 as |x| -> 1 (sqrt alone has an infinite slope
+    there); points on grid nodes put neighbours exactly at |x| = 1."""
+    beta, h = 3.0, 1e-6
+    edge = jax.grad(kaiser_bessel)(jnp.asarray(1.0), beta)
+    np.testing.assert_allclose(edge, -(beta**2) / 2, rtol=1e-6)
+    inner = jax.grad(kaiser_bessel)(jnp.asarray(0.6), beta)
+    fd = (kaiser_bessel(jnp.asarray(0.6 + h), beta) - kaiser_bessel(jnp.asarray(0.6 - h), beta))
+    np.testing.assert_allclose(inner, fd / (2 * h), rtol=1e-5)
+    x = jnp.asarray(np.random.default_rng(4).standard_normal(8))
+    on_node = jax.grad(
+        lambda loc: jnp.sum(F.interpolate(x, loc[None, None], 4.0, kernel_params={"beta": beta}))
+    )(jnp.asarray(3.0))
+    assert np.isfinite(on_node)
+
+
 # ------------------------------------------------------------------ against the loop reference
 @pytest.mark.parametrize("pad_mode", ["circular", "zero"])
 @pytest.mark.parametrize("norm", [1, 2])

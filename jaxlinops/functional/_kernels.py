@@ -36,23 +36,24 @@ def _polyval(coeffs: Sequence[float], t: jax.Array) -> jax.Array:
     return out
 
 
-def bessel_i0(x: jax.Array) -> jax.Array:
-    """$I_0(x)$ for $x \\ge 0$ by the Abramowitz–Stegun polynomials (relative error < 2e-7),
-    with the branches split at 3.75 as in torchlinops."""
-    small = x < 3.75
-    t = x / 3.75
-    t_large = jnp.where(small, 1.0, t)  # keeps the unused branch finite (and its gradient)
-    x_large = jnp.where(small, 1.0, x)
-    large = jnp.exp(x_large) / jnp.sqrt(x_large) * _polyval(_I0_LARGE, 1 / t_large)
-    return jnp.where(small, _polyval(_I0_SMALL, t * t), large)
+def _i0_of_square(z: jax.Array) -> jax.Array:
+    r"""$I_0(\sqrt{z})$ for $z \ge 0$ by the Abramowitz–Stegun polynomials (relative
+    error < 2e-7), split at $\sqrt{z} = 3.75$ as in torchlinops. The small branch is a
+    polynomial in $z$, so the function and its gradient stay finite at $z = 0$ (the edge
+    of the Kaiser–Bessel window)."""
+    small = z < 3.75**2
+    x_large = jnp.sqrt(jnp.where(small, 3.75**2, z))  # keeps the unused branch finite
+    large = jnp.exp(x_large) / jnp.sqrt(x_large) * _polyval(_I0_LARGE, 3.75 / x_large)
+    return jnp.where(small, _polyval(_I0_SMALL, z / 3.75**2), large)
 
 
 def kaiser_bessel(x: jax.Array, beta: float = 1.0) -> jax.Array:
     r"""The (unnormalised) Kaiser–Bessel kernel $I_0(\beta \sqrt{1 - x^2})$ for $|x| \le 1$,
-    0 outside: it equals $I_0(\beta)$ at 0 and 1 at $|x| = 1$."""
+    0 outside: it equals $I_0(\beta)$ at 0 and 1 at $|x| = 1$. Evaluated through
+    $\beta^2 (1 - x^2)$, so its gradient is finite at $|x| = 1$ (points on grid nodes)."""
     inside = jnp.abs(x) <= 1
-    s = jnp.where(inside, 1 - x * x, 1.0)
-    return jnp.where(inside, bessel_i0(beta * jnp.sqrt(s)), 0.0)
+    s = jnp.where(inside, 1 - x * x, 0.0)
+    return jnp.where(inside, _i0_of_square(beta * beta * s), 0.0)
 
 
 def spline(x: jax.Array) -> jax.Array:

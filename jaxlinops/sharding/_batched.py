@@ -25,12 +25,13 @@ import jax
 import jax.numpy as jnp
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-from .._dims import Dims, axis_of, fmt
+from .._dims import Dims, axis_of
 from .._linop import NamedLinop, dims_field
 from .._split import as_tile
 from ..linops._adjoint import Adjoint
 from ._log import log_application
 from ._stack import grid_spec, place, stack, tile_at, unstack
+from ._unbatch import unbatch
 
 
 @dataclasses.dataclass(frozen=True)
@@ -87,6 +88,8 @@ class BatchedLinop(NamedLinop):
     def adjoint(self) -> NamedLinop:
         if isinstance(self.tiles, tuple):
             tiles = tuple(t.adjoint() for t in self.tiles)
+        elif isinstance(self.tiles, Adjoint):
+            tiles = self.tiles.linop
         else:
             tiles = Adjoint(self.tiles)  # a wrapper: the stacked arrays are untouched
         return dataclasses.replace(self, tiles=tiles, ishape=self.oshape, oshape=self.ishape)
@@ -95,21 +98,21 @@ class BatchedLinop(NamedLinop):
         return self.adjoint().apply(y)
 
     def split(self, tile) -> NamedLinop:
-        """A tile along dims that are not batched: every tile split alike."""
+        """Along dims it is not batched along (or that only the input sizes), every tile
+        split alike: still batched. Along a batched dim, the tile of the reassembled
+        operator (`unbatch`), which runs on one device."""
         tile = as_tile(tile)
-        batched = sorted(d for d in tile if d in dict(self.batch))
-        if batched:
-            raise ValueError(
-                f"`{self.name}` ({fmt(self.ishape)} -> {fmt(self.oshape)}) is batched along "
-                f"{batched}; split the operator before batching it."
-            )
-
+        if any(d in self.stacked for d in tile):
+            return unbatch(self).split(tile)
         if isinstance(self.tiles, tuple):
-            tiles = tuple(t.split(tile) for t in self.tiles)
+            parts = [t.split(tile) for t in self.tiles]
         else:
-            grid = self.grid()
-            parts = [t.split(tile) for t in unstack(self.tiles, grid)]
-            tiles = place(stack(parts, grid), self.mesh, self.grid_axes())
+            parts = [t.split(tile) for t in unstack(self.tiles, self.grid())]
+        tiles = stack(parts, self.grid()) if not isinstance(self.tiles, tuple) else None
+        if tiles is None:
+            tiles = place(tuple(parts), self.mesh, ())
+        else:
+            tiles = place(tiles, self.mesh, self.grid_axes())
         sizes = {d: _tiled_size(tile, d, n) for d, n in self.sizes}
         return dataclasses.replace(self, tiles=tiles, sizes=tuple(sizes.items()))
 

@@ -8,4 +8,5 @@ from . import (
     interp,  # noqa: F401
     nufft,  # noqa: F401
     sampling_einops,  # noqa: F401
+    sharding,  # noqa: F401
 )

@@ -1,0 +1,47 @@
+"""A batched operator's tiles reassembled into one ordinary operator (torchlinops' form)."""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+
+from .._linop import NamedLinop
+from .._split import Tile
+from ..linops._add import Add
+from ..linops._concat import Concat
+from ._stack import unstack
+
+
+def unbatch(op) -> NamedLinop:
+    """The tiles of the `BatchedLinop` `op` joined by torchlinops' reassembly rule: along
+    each stacked dim, `Concat` on the sides that have it, `Add` where neither does. Padded
+    tiles are cut back to their entries inside the dim (all-padding tiles are dropped). The
+    arrays go to the first device of the mesh: the result runs on one device."""
+    grid = op.grid()
+    batch = dict(op.batch)
+    tiles = op.tiles if isinstance(op.tiles, tuple) else unstack(op.tiles, grid)
+    cells = np.empty(grid, dtype=object)
+    for flat, index in enumerate(np.ndindex(*grid)):
+        valid = {d: min(batch[d].tile, batch[d].size - i * batch[d].tile)
+                 for d, i in zip(op.stacked, index)}  # fmt: skip
+        if min(valid.values()) <= 0:
+            continue
+        cut = {d: slice(0, v) for d, v in valid.items() if v < batch[d].tile}
+        cells[index] = tiles[flat].split(Tile(cut)) if cut else tiles[flat]
+    for d in reversed(op.stacked):
+        cells = np.apply_along_axis(lambda parts, d=d: _join(op, d, parts), -1, cells)
+    joined = cells.item() if cells.shape == () else cells.flat[0]
+    if op.mesh is not None:
+        joined = jax.device_put(joined, op.mesh.devices.flat[0])
+    return joined
+
+
+def _join(op, dim: str, parts) -> NamedLinop:
+    parts = [p for p in parts if p is not None]
+    if len(parts) == 1:
+        return parts[0]
+    idim = dim if dim in op.ishape else None
+    odim = dim if dim in op.oshape else None
+    if idim is None and odim is None:
+        return Add(*parts)
+    return Concat(*parts, idim=idim, odim=odim)
