@@ -128,6 +128,13 @@ class BatchedLinop(NamedLinop):
 
     # ----------------------------------------------------------------- application
     def apply(self, x: jax.Array) -> jax.Array:
+        y = _apply(self, x)
+        if self.base_device is not None:
+            y = gather(y, self.mesh, self.base_device)
+        return y
+
+    def _apply(self, x: jax.Array) -> jax.Array:
+        """Pad the batched input dims to whole tiles, run, cut the output back."""
         batch = dict(self.batch)
         in_axes = {d: _axis(self.ishape, d, x.ndim) for d in batch if d in self.ishape}
         sizes = {d: x.shape[in_axes[d]] if bd.size is None else bd.size for d, bd in batch.items()}
@@ -140,9 +147,14 @@ class BatchedLinop(NamedLinop):
         for d, axis in out_axes.items():
             y = jax.lax.slice_in_dim(y, 0, sizes[d], axis=axis)
         log_application(self, x, y, counts)
-        if self.base_device is not None:
-            y = gather(y, self.mesh, self.base_device)
         return y
+
+
+@eqx.filter_jit
+def _apply(op: BatchedLinop, x: jax.Array) -> jax.Array:
+    """One compiled program per operator structure and input shape, so that eager calls
+    do not re-trace the `shard_map` body (inside a caller's `jit` it is inlined)."""
+    return op._apply(x)
 
 
 @dataclasses.dataclass(frozen=True)
