@@ -89,7 +89,7 @@ def test_kernel_gradient_is_finite_at_the_window_edge():
     edge = jax.grad(kaiser_bessel)(jnp.asarray(1.0), beta)
     np.testing.assert_allclose(edge, -(beta**2) / 2, rtol=1e-6)
     inner = jax.grad(kaiser_bessel)(jnp.asarray(0.6), beta)
-    fd = (kaiser_bessel(jnp.asarray(0.6 + h), beta) - kaiser_bessel(jnp.asarray(0.6 - h), beta))
+    fd = kaiser_bessel(jnp.asarray(0.6 + h), beta) - kaiser_bessel(jnp.asarray(0.6 - h), beta)
     np.testing.assert_allclose(inner, fd / (2 * h), rtol=1e-5)
     x = jnp.asarray(np.random.default_rng(4).standard_normal(8))
     on_node = jax.grad(
