@@ -7,7 +7,8 @@ $$A = \sum_t Q_t^T A_t P_t, \qquad A_t = Q_t A P_t^T,$$
 where $P_t$ and $Q_t$ select the tile's entries of the batched input and output dims
 (torchlinops' reassembly rule: a dim in the output is concatenated, any other is summed).
 Every tile has the same structure (ragged tiles are zero-padded, see `jaxlinops._split`),
-so the tiles' arrays are stacked along leading grid axes. With a mesh, `jax.shard_map`
+so the tiles' arrays are stacked along leading grid axes (of size 1 where an array is the
+same in every tile, see `_stack`). With a mesh, `jax.shard_map`
 gives each device its block of the grid (arrays sharded along the grid axes, the input
 along the batched input dims); each device loops over its tiles with `lax.scan`,
 accumulating into its block of the output; dims not in the output are reduced across
@@ -27,7 +28,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from .._dims import Dims, axis_of
 from .._linop import NamedLinop, dims_field
-from .._split import as_tile
+from .._split import as_tile, tile_length
 from ..linops._adjoint import Adjoint
 from ._log import log_application
 from ._stack import grid_spec, place, stack, tile_at, unstack
@@ -146,7 +147,7 @@ class BatchedLinop(NamedLinop):
         out_axes = {d: _axis(self.oshape, d, y.ndim) for d in batch if d in self.oshape}
         for d, axis in out_axes.items():
             y = jax.lax.slice_in_dim(y, 0, sizes[d], axis=axis)
-        log_application(self, x, y, counts)
+        log_application(self, x, y)
         return y
 
 
@@ -341,6 +342,4 @@ def _pad_to(x: jax.Array, axis: int, n: int) -> jax.Array:
 
 
 def _tiled_size(tile, dim: str, n: int) -> int:
-    from .._split import tile_length
-
     return tile_length(tile, dim, n) if dim in tile else n

@@ -43,23 +43,30 @@ def log_plan(op, counts: list[int]) -> None:
     logger.info("\n".join(lines))
 
 
-def log_application(op, x, y, counts: dict[str, int]) -> None:
-    """Log the data one application moves (once per trace of a compiled program)."""
+def log_application(op, x, y) -> None:
+    """Log the data one application moves (once per trace of a compiled program): the
+    per-device input and output blocks and the all-reduce of summed dims (a ring
+    all-reduce over $k$ devices sends and receives $2 (k - 1) / k$ of the block)."""
     if not config.log_device_transfers or op.mesh is None:
         return
     batch = dict(op.batch)
     summed = [bd.axis for d, bd in batch.items() if d not in op.oshape]
-    sharded_in = [d for d in batch if d in op.ishape]
-    devices = op.mesh.devices.size
-    in_bytes = math.prod(x.shape) * x.dtype.itemsize
-    out_bytes = math.prod(y.shape) * y.dtype.itemsize
+    split_in = math.prod(bd.devices for d, bd in batch.items() if d in op.ishape)
+    split_out = math.prod(bd.devices for d, bd in batch.items() if d in op.oshape)
+    reduce_over = math.prod(bd.devices for d, bd in batch.items() if d not in op.oshape)
+    in_block = math.prod(x.shape) * x.dtype.itemsize // split_in
+    out_block = math.prod(y.shape) * y.dtype.itemsize // split_out
     lines = [
-        f"{op.name} applied: input {tuple(x.shape)} {x.dtype} ({in_bytes} bytes, "
-        + (f"sharded along {sharded_in}" if sharded_in else f"replicated to {devices} devices")
-        + f"); output {tuple(y.shape)} {y.dtype} ({out_bytes} bytes)"
+        f"{op.name} applied to {tuple(x.shape)} {x.dtype}: input {in_block} bytes per "
+        f"device ({split_in}-way split of the batched input dims, else replicated), output "
+        f"{tuple(y.shape)} {y.dtype}, {out_block} bytes per device"
     ]
-    if summed:
-        lines.append(f"  psum over mesh axes {summed} of the per-device output blocks")
+    if summed and reduce_over > 1:
+        moved = 2 * (reduce_over - 1) * out_block // reduce_over
+        lines.append(
+            f"  psum over mesh axes {summed} ({reduce_over} devices): about {moved} bytes "
+            f"sent and received per device"
+        )
     else:
         lines.append("  no collectives: outputs stay sharded")
     logger.info("\n".join(lines))
