@@ -1,1 +1,12 @@
-"""The PyTorch bridge for jaxlinops (reserved; built by the interop issue)."""
+"""The PyTorch bridge for jaxlinops: `import interop` (installed with the `torch` extra).
+
+- `to_jax(t)` / `to_torch(x)`: tensors in and out through DLPack, zero-copy where the
+  layout allows (see `interop._tensors` for the pitfalls handled and the aliasing rules).
+- `torch_linop(A)`: a jaxlinops operator as a `torch.nn.Module` (`TorchLinop`) with
+  autograd; its parameters are the operator's floating-point arrays.
+
+jaxlinops itself never imports torch.
+"""
+
+from ._linop import TorchLinop as TorchLinop, torch_linop as torch_linop
+from ._tensors import to_jax as to_jax, to_torch as to_torch

@@ -1,0 +1,114 @@
+"""`interop.to_jax` / `interop.to_torch`: zero-copy (same buffer pointer) for every dtype
+both libraries share, the layout pitfalls (copies where the buffer cannot be shared),
+aliasing, 64-bit handling and the errors."""
+
+import warnings
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+interop = pytest.importorskip("interop")
+
+DTYPES = [
+    torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.complex64,
+    torch.complex128, torch.bool, torch.int8, torch.int16, torch.int32, torch.int64,
+    torch.uint8,
+]  # fmt: skip
+
+
+def ptr(x: jax.Array) -> int:
+    return x.unsafe_buffer_pointer()
+
+
+def sample(dtype, shape=(6, 4)) -> "torch.Tensor":
+    g = torch.Generator().manual_seed(0)
+    if dtype == torch.bool:
+        return torch.rand(shape, generator=g) > 0.5
+    if dtype.is_complex or dtype.is_floating_point:
+        return torch.randn(shape, generator=g, dtype=dtype)
+    return torch.randint(0, 100, shape, generator=g, dtype=dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_round_trip_is_zero_copy(dtype):
+    t = sample(dtype)
+    x = interop.to_jax(t)
+    assert ptr(x) == t.data_ptr()
+    assert x.shape == tuple(t.shape)
+    if dtype == torch.bfloat16:  # numpy has no bfloat16: compare in float32
+        x, t_np = x.astype(jnp.float32), t.float().numpy()
+    else:
+        t_np = t.numpy()
+    np.testing.assert_array_equal(np.asarray(x), t_np)
+    back = interop.to_torch(interop.to_jax(t))
+    assert back.data_ptr() == t.data_ptr() and back.dtype == dtype
+    assert torch.equal(back, t)
+
+
+def test_layouts_share_or_copy_as_documented():
+    base = torch.randn(8, 8, dtype=torch.float64)  # rows of 64 bytes: slices stay aligned
+    # transposed and row-sliced tensors share the buffer
+    assert ptr(interop.to_jax(base.T)) == base.data_ptr()
+    np.testing.assert_array_equal(interop.to_jax(base.T), base.T.numpy())
+    rows = base[2:5]
+    assert ptr(interop.to_jax(rows)) == rows.data_ptr()
+    # column slices, steps, `.real` and expanded tensors are copied, with the right values
+    for t in (base[:, 1:4], base[:, ::2], torch.randn(4, 3, dtype=torch.complex128).real,
+              torch.randn(1, 5).expand(3, 5)):  # fmt: skip
+        x = interop.to_jax(t)
+        assert ptr(x) != t.data_ptr()
+        np.testing.assert_array_equal(x, t.numpy())
+
+
+def test_grad_conjugate_and_negative_bits():
+    w = torch.randn(3, 2, dtype=torch.complex128, requires_grad=True)
+    np.testing.assert_array_equal(interop.to_jax(w), w.detach().numpy())
+    z = torch.randn(5, dtype=torch.complex128)
+    np.testing.assert_array_equal(interop.to_jax(z.conj()), np.conj(z.numpy()))
+    np.testing.assert_array_equal(interop.to_jax(-z.conj().imag), -np.conj(z.numpy()).imag)
+
+
+def test_aliasing_is_two_way():
+    """Documented hazard: an in-place torch write shows up in the JAX array."""
+    t = torch.zeros(4, dtype=torch.float64)
+    x = interop.to_jax(t)
+    t += 1
+    np.testing.assert_array_equal(x, np.ones(4))
+    back = interop.to_torch(jnp.arange(4.0))
+    assert back.tolist() == [0.0, 1.0, 2.0, 3.0]
+
+
+def test_sharded_arrays_are_gathered():
+    mesh = jax.make_mesh((4,), ("x",), axis_types=(jax.sharding.AxisType.Auto,))
+    sharding = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("x"))
+    x = jax.device_put(jnp.arange(8.0), sharding)
+    t = interop.to_torch(x)
+    assert t.tolist() == list(range(8))
+
+
+def test_64_bit_needs_x64():
+    t = torch.ones(3, dtype=torch.complex128)
+    jax.config.update("jax_enable_x64", False)
+    try:
+        with pytest.raises(TypeError, match=r"a torch.complex128 tensor needs 64-bit JAX types"):
+            interop.to_jax(t)
+        assert interop.to_jax(t.to(torch.complex64)).dtype == jnp.complex64
+    finally:
+        jax.config.update("jax_enable_x64", True)
+
+
+def test_bad_input():
+    with pytest.raises(TypeError, match=r"`interop.to_jax` expects a torch.Tensor; got ndarray"):
+        interop.to_jax(np.ones(3))
+    with warnings.catch_warnings():  # torch: "ComplexHalf support is experimental"
+        warnings.simplefilter("ignore", UserWarning)
+        half = torch.ones(2, dtype=torch.complex32)
+    with pytest.raises(TypeError, match=r"torch.complex32 has no JAX counterpart"):
+        interop.to_jax(half)
+    with pytest.raises(TypeError, match=r"`interop.to_torch` expects a jax.Array; got Tensor"):
+        interop.to_torch(torch.ones(2))
+    with pytest.raises(TypeError, match="got a traced value"):
+        jax.jit(interop.to_torch)(jnp.ones(2))
