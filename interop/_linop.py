@@ -3,7 +3,9 @@ r"""`torch_linop(A)`: a jaxlinops operator as a `torch.nn.Module`, with autograd
 The module's parameters are the operator's floating-point arrays (coil maps, weights,
 NUFFT points), so a torch optimizer can train them; the arrays it was built from are
 copied, not aliased. `forward` takes and returns torch tensors and runs one jit-compiled
-JAX program per shape and dtype.
+JAX program per shape and dtype. The input is moved to the device of the operator's
+arrays (replicated over the mesh of a batched operator) and the output comes back from
+there; gradients return to the devices of the input and the parameters.
 
 Gradients follow PyTorch's convention. For $y = A x$ and an output gradient $g$:
 
@@ -90,13 +92,17 @@ def _jax_params(spec, params) -> list[jax.Array]:
 
 
 def _jax_input(spec, t: torch.Tensor) -> jax.Array:
-    """A torch input as a JAX array on the operator's devices: replicated over the mesh
-    of a batched operator (the operator's program shards it), else where it is."""
+    """A torch input as a JAX array where the operator's arrays are (copied there if
+    needed): on their device, or replicated over the mesh of a batched operator, whose
+    program then shards it."""
     x = to_jax(t)
-    for where in spec[0][2]:
-        if isinstance(where, NamedSharding) and len(where.device_set) > 1:
-            return jax.device_put(x, NamedSharding(where.mesh, PartitionSpec()))
-    return x
+    placement = spec[0][2]
+    if not placement:
+        return x
+    where = placement[0]
+    if isinstance(where, NamedSharding) and len(where.device_set) > 1:
+        where = NamedSharding(where.mesh, PartitionSpec())
+    return jax.device_put(x, where)
 
 
 def _build(spec, leaves) -> NamedLinop:
@@ -142,7 +148,7 @@ class _Apply(torch.autograd.Function):
             y, ctx.vjp = _forward_vjp(spec, leaves, _jax_input(spec, x))
         else:
             y, ctx.vjp = _apply(spec, leaves, _jax_input(spec, x)), None
-        ctx.spec, ctx.dtype = spec, x.dtype
+        ctx.spec, ctx.dtype, ctx.device = spec, x.dtype, x.device
         ctx.save_for_backward(*params)
         return to_torch(y)
 
@@ -152,10 +158,11 @@ class _Apply(torch.autograd.Function):
         if ctx.vjp is None or not any(ctx.needs_input_grad[2:]):
             gx = None
             if ctx.needs_input_grad[1]:
-                gx = _Adjoint.apply(ctx.spec, ctx.dtype, g, *params)
+                gx = _Adjoint.apply(ctx.spec, ctx.dtype, g, *params).to(ctx.device)
             return (None, gx, *([None] * len(params)))
         grads, gx = _backward_vjp(ctx.vjp, _jax_input(ctx.spec, g))
-        return (None, to_torch(gx), *(to_torch(p) for p in grads))
+        grads = (to_torch(a).to(p.device) for a, p in zip(grads, params))
+        return (None, to_torch(gx).to(ctx.device), *grads)
 
 
 class _Adjoint(torch.autograd.Function):

@@ -48,10 +48,16 @@ def to_jax(t: torch.Tensor) -> jax.Array:
     t = t.detach().resolve_conj().resolve_neg()
     if not _compact(t):
         t = t.contiguous()
-    if t.device.type == "cuda" and t.device.index != torch.cuda.current_device():
-        with torch.cuda.device(t.device):
-            return jnp.from_dlpack(t)
-    return jnp.from_dlpack(t)
+    try:
+        if t.device.type == "cuda" and t.device.index != torch.cuda.current_device():
+            with torch.cuda.device(t.device):
+                return jnp.from_dlpack(t)
+        return jnp.from_dlpack(t)
+    except (RuntimeError, ValueError, BufferError) as error:
+        raise ValueError(
+            f"`interop.to_jax`: JAX cannot import a {t.dtype} tensor on {t.device} "
+            f"(JAX devices: {jax.devices()}): {error}"
+        ) from error
 
 
 def to_torch(x: jax.Array) -> torch.Tensor:

@@ -21,6 +21,11 @@ def sense(dtype=np.complex128, seed=0):
     return jl.Diagonal(mask.astype(np.float64), "C Kx Ky") @ fft @ maps
 
 
+def npy(t) -> np.ndarray:
+    """A torch tensor's values (wherever the operator put it) as numpy."""
+    return t.detach().cpu().numpy()
+
+
 def ctensor(seed, shape, requires_grad=False):
     return torch.tensor(np.asarray(rand(seed, shape)), requires_grad=requires_grad)
 
@@ -30,7 +35,7 @@ def test_forward_adjoint_normal_match_the_operator():
     M = interop.torch_linop(A)
     x, y = ctensor(1, (4, 5)), ctensor(2, (3, 4, 5))
     for got, want in ((M(x), A(x.numpy())), (M.H(y), A.H(y.numpy())), (M.N(x), A.N(x.numpy()))):
-        np.testing.assert_allclose(got.detach().numpy(), np.asarray(want), rtol=1e-12)
+        np.testing.assert_allclose(npy(got), np.asarray(want), rtol=1e-12)
     # the parameters are the operator's floating-point arrays: maps and mask weight
     assert sorted(tuple(p.shape) for p in M.parameters()) == [(3, 4, 5), (4, 5)]
 
@@ -68,14 +73,14 @@ def test_gradients_match_torch():
 
     loss(M(x1)).backward()
     loss(W @ x2.reshape(20)).backward()
-    np.testing.assert_allclose(x1.grad.numpy(), x2.grad.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(npy(x1.grad), npy(x2.grad), rtol=1e-12)
     # a real input of a complex operator gets the real part of A^H g
     xr = torch.randn(4, 5, dtype=torch.float64, requires_grad=True)
     xr2 = xr.detach().clone().requires_grad_(True)
     loss(M(xr)).backward()
     loss(W @ xr2.reshape(20).to(torch.complex128)).backward()
     assert xr.grad.dtype == torch.float64
-    np.testing.assert_allclose(xr.grad.numpy(), xr2.grad.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(npy(xr.grad), npy(xr2.grad), rtol=1e-12)
 
 
 def test_optimizer_learns_a_diagonal_like_pure_torch():
@@ -93,12 +98,12 @@ def test_optimizer_learns_a_diagonal_like_pure_torch():
     for _ in range(100):
         for opt, y in ((opt_a, M(x)), (opt_b, torch.fft.fft(w * x, norm="ortho"))):
             opt.zero_grad()
-            loss = ((y - target).abs() ** 2).sum()
+            loss = ((y - target.to(y.device)).abs() ** 2).sum()
             loss.backward()
             opt.step()
             losses.append(loss.item())
     (learned,) = M.parameters()
-    np.testing.assert_allclose(learned.detach().numpy(), w.detach().numpy(), rtol=1e-10)
+    np.testing.assert_allclose(npy(learned), npy(w), rtol=1e-10)
     np.testing.assert_allclose(losses[0::2], losses[1::2], rtol=1e-10)
     assert losses[-2] < 1e-2 * losses[0]
 
@@ -109,10 +114,10 @@ def test_batched_operator_and_errors():
     M = interop.torch_linop(jl.create_batched_linop(A, spec))
     x = ctensor(9, (4, 5), requires_grad=True)
     y = M(x)
-    np.testing.assert_allclose(y.detach().numpy(), np.asarray(A(x.detach().numpy())), rtol=1e-13)
+    np.testing.assert_allclose(npy(y), np.asarray(A(npy(x))), rtol=1e-13)
     (y.abs() ** 2).sum().backward()
-    want = 2 * np.asarray(A.N(x.detach().numpy()))  # d/dx* |Ax|^2 -> 2 A^H A x
-    np.testing.assert_allclose(x.grad.numpy(), want, rtol=1e-12)
+    want = 2 * np.asarray(A.N(npy(x)))  # d/dx* |Ax|^2 -> 2 A^H A x
+    np.testing.assert_allclose(npy(x.grad), want, rtol=1e-12)
     with pytest.raises(TypeError, match=r"expects a NamedLinop; got ndarray"):
         interop.torch_linop(np.ones(3))
     with pytest.raises(TypeError, match=r"`Chain` expects a torch.Tensor; got ndarray"):

@@ -9,6 +9,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import jaxlinops as jl
+
 torch = pytest.importorskip("torch")
 interop = pytest.importorskip("interop")
 
@@ -82,7 +84,8 @@ def test_aliasing_is_two_way():
 
 
 def test_sharded_arrays_are_gathered():
-    mesh = jax.make_mesh((4,), ("x",), axis_types=(jax.sharding.AxisType.Auto,))
+    cpus = jax.devices("cpu")[:4]
+    mesh = jax.make_mesh((4,), ("x",), axis_types=(jax.sharding.AxisType.Auto,), devices=cpus)
     sharding = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("x"))
     x = jax.device_put(jnp.arange(8.0), sharding)
     t = interop.to_torch(x)
@@ -112,3 +115,22 @@ def test_bad_input():
         interop.to_torch(torch.ones(2))
     with pytest.raises(TypeError, match="got a traced value"):
         jax.jit(interop.to_torch)(jnp.ones(2))
+
+
+@pytest.mark.skipif(
+    not torch.cuda.is_available() or jax.default_backend() != "gpu", reason="needs CUDA"
+)
+def test_cuda_round_trip_and_operator():
+    """On a GPU machine: CUDA tensors are shared both ways, and an operator runs on them."""
+    t = torch.randn(64, 32, dtype=torch.complex64, device="cuda")
+    x = interop.to_jax(t)
+    assert x.devices() == {jax.devices("gpu")[0]} and ptr(x) == t.data_ptr()
+    back = interop.to_torch(x * 2)
+    assert back.is_cuda
+    torch.testing.assert_close(back, 2 * t)
+    A = interop.torch_linop(jl.FFT(1, batch_shape="B"))
+    u = torch.randn(64, 32, dtype=torch.complex64, device="cuda", requires_grad=True)
+    y = A(u)
+    torch.testing.assert_close(y, torch.fft.fft(u, norm="ortho"))
+    (y.abs() ** 2).sum().backward()
+    torch.testing.assert_close(u.grad, 2 * u.detach(), rtol=1e-4, atol=1e-4)
