@@ -53,6 +53,9 @@ def dense_matrix(apply, x) -> np.ndarray:
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: jnp.dtype(d).name)
 @pytest.mark.parametrize("name", sorted(OPERATOR_FACTORIES))
 def test_operator_contract(name, dtype):
+    if name.startswith("batched_") and dtype != jnp.complex128:
+        # the batched machinery is dtype-blind; its tiles' operators run every dtype above
+        pytest.skip("batched operators: complex128 only (CI time)")
     op, x, y = build(name, dtype)
     traces = []
 
