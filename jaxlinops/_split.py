@@ -55,8 +55,10 @@ def as_tile(tile: Mapping[str, slice]) -> Tile:
 
 
 def tile_length(tile: Mapping[str, slice], dim: str, size: int) -> int:
-    """The length of `tile`'s dim `dim` (of `size` entries): the number of entries its
-    slice selects, or the slice's full length for a padded dim."""
+    """The length of dim `dim` (of `size` entries) in `tile`: the number of entries its
+    slice selects, the slice's full length for a padded dim, or `size` if not tiled."""
+    if dim not in tile:
+        return size
     s = tile[dim]
     if dim in as_tile(tile).padded:
         return s.stop - (s.start or 0)

@@ -108,5 +108,5 @@ def _zero(op: NamedLinop, tile, sizes: dict[str, int]) -> NamedLinop:
     for d in dict.fromkeys(op.ishape + op.oshape):
         n = op.size(d)
         if n is not None and d not in sizes:
-            sizes[d] = tile_length(tile, d, n) if d in tile else n
+            sizes[d] = tile_length(tile, d, n)
     return Zero(op.ishape, op.oshape, sizes)

@@ -296,4 +296,4 @@ class Repeat(NamedLinop):
 
 def _tiled(lengths: Lengths, tile) -> dict[str, int]:
     """`lengths` with each tiled dim's length replaced by its tile's."""
-    return {d: tile_length(tile, d, n) if d in tile else n for d, n in lengths}
+    return {d: tile_length(tile, d, n) for d, n in lengths}

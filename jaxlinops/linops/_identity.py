@@ -118,7 +118,7 @@ class Zero(NamedLinop):
         return jnp.zeros(tuple(shape), x.dtype)
 
     def split(self, tile) -> NamedLinop:
-        sizes = {d: tile_length(tile, d, n) if d in tile else n for d, n in self.sizes}
+        sizes = {d: tile_length(tile, d, n) for d, n in self.sizes}
         return Zero(self.ishape, self.oshape, sizes)
 
     def apply(self, x: jax.Array) -> jax.Array:

@@ -28,7 +28,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from .._dims import Dims, axis_of
 from .._linop import NamedLinop, dims_field
-from .._split import as_tile, tile_length
+from .._split import as_tile, take, tile_length
 from ..linops._adjoint import Adjoint
 from ._log import log_application
 from ._stack import grid_spec, place, stack, tile_at, unstack
@@ -114,7 +114,7 @@ class BatchedLinop(NamedLinop):
             tiles = place(tuple(parts), self.mesh, ())
         else:
             tiles = place(tiles, self.mesh, self.grid_axes())
-        sizes = {d: _tiled_size(tile, d, n) for d, n in self.sizes}
+        sizes = {d: tile_length(tile, d, n) for d, n in self.sizes}
         return dataclasses.replace(self, tiles=tiles, sizes=tuple(sizes.items()))
 
     def grid(self) -> tuple[int, ...]:
@@ -141,7 +141,7 @@ class BatchedLinop(NamedLinop):
         sizes = {d: x.shape[in_axes[d]] if bd.size is None else bd.size for d, bd in batch.items()}
         counts = {d: bd.count(sizes[d]) for d, bd in batch.items()}
         for d, axis in in_axes.items():
-            x = _pad_to(x, axis, counts[d] * batch[d].tile)
+            x = take(x, axis, slice(0, counts[d] * batch[d].tile), padded=True)
         run = _Runner(self, x.ndim, counts)
         y = run(x)
         out_axes = {d: _axis(self.oshape, d, y.ndim) for d in batch if d in self.oshape}
@@ -331,15 +331,3 @@ def _varying(y: jax.Array, axes: tuple[str, ...]) -> jax.Array:
 def _axis(shape: Dims, dim: str, ndim: int) -> int:
     axis = axis_of(shape, dim)
     return axis + ndim if axis < 0 else axis
-
-
-def _pad_to(x: jax.Array, axis: int, n: int) -> jax.Array:
-    if x.shape[axis] == n:
-        return x
-    widths = [(0, 0)] * x.ndim
-    widths[axis] = (0, n - x.shape[axis])
-    return jnp.pad(x, widths)
-
-
-def _tiled_size(tile, dim: str, n: int) -> int:
-    return tile_length(tile, dim, n) if dim in tile else n

@@ -38,13 +38,13 @@ def create_batched_linop(A: NamedLinop, specs: BatchSpec | Sequence[BatchSpec]) 
             "batch several dims across devices with one spec (a multi-axis device matrix)."
         )
     inner = (lambda t: create_batched_linop(t, rest)) if rest else None
-    sizes = batch_sizes(A, spec.batch_sizes, "create_batched_linop")
+    sizes = checked_sizes(A, spec.batch_sizes, "create_batched_linop")
     mesh = None
     if spec.device_matrix is not None:
         grid = [None if n is None else -(-n // spec.batch_sizes[d]) for d, n in sizes.items()]
         mesh = make_mesh(fit_devices(spec.device_matrix, grid), tuple(sizes))
     axes = {d: d for d in sizes} if mesh is not None else {}
-    return build(A, dict(spec.batch_sizes), mesh, axes, inner, spec.base_device)
+    return build(A, dict(spec.batch_sizes), sizes, mesh, axes, inner, spec.base_device)
 
 
 def shard(
@@ -77,13 +77,14 @@ def shard(
                     f"size in `batch_sizes`."
                 )
             tiles[d] = -(-n // mesh.shape[ax])
-    batch_sizes_checked = dict(BatchSpec(tiles).batch_sizes)
+    tiles = dict(BatchSpec(tiles).batch_sizes)  # checks the tile sizes
+    sizes = checked_sizes(A, tiles, "shard")
     # an Auto copy of the mesh: shard_map then reshards plain inputs as needed
     auto = make_mesh(mesh.devices, mesh.axis_names)
-    return build(A, batch_sizes_checked, auto, dict(axes), None, None)
+    return build(A, tiles, sizes, auto, dict(axes), None, None)
 
 
-def batch_sizes(A: NamedLinop, tiles: Mapping[str, int], what: str) -> dict[str, int | None]:
+def checked_sizes(A: NamedLinop, tiles: Mapping[str, int], what: str) -> dict[str, int | None]:
     """The size of each batched dim (None: only the input fixes it), checked."""
     if not isinstance(A, NamedLinop):
         raise TypeError(f"`{what}` expects a NamedLinop; got {type(A).__name__}.")
@@ -107,13 +108,14 @@ def batch_sizes(A: NamedLinop, tiles: Mapping[str, int], what: str) -> dict[str,
 def build(
     A: NamedLinop,
     tiles: dict[str, int],
+    sizes: dict[str, int | None],
     mesh: Mesh | None,
     axes: dict[str, str],
     inner: Callable[[NamedLinop], NamedLinop] | None,
     base_device,
 ) -> BatchedLinop:
-    """Split `A` into its (padded) tile grid, stack the tiles and place them on `mesh`."""
-    sizes = batch_sizes(A, tiles, "create_batched_linop")
+    """Split `A` into its (padded) tile grid, stack the tiles and place them on `mesh`
+    (`sizes`: the batched dims' sizes from `checked_sizes`)."""
     batch = {
         d: BatchDim(n, tiles[d], axes.get(d), mesh.shape[axes[d]] if d in axes else 1)
         for d, n in sizes.items()

@@ -67,8 +67,7 @@ class BatchSpec:
 
 def device_matrix(devices, what: str) -> np.ndarray:
     """`devices` as a numpy object array of distinct `jax.Device`s on one platform."""
-    matrix = np.empty(np.shape(np.asarray(devices, dtype=object)), dtype=object)
-    matrix[...] = np.asarray(devices, dtype=object)
+    matrix = np.array(devices, dtype=object)  # a copy: the caller's array stays theirs
     if matrix.size == 0:
         raise ValueError(f"{what}: the device matrix is empty.")
     flat = list(matrix.flat)
