@@ -4,9 +4,11 @@
   layout allows (see `interop._tensors` for the pitfalls handled and the aliasing rules).
 - `torch_linop(A)`: a jaxlinops operator as a `torch.nn.Module` (`TorchLinop`) with
   autograd; its parameters are the operator's floating-point arrays.
+- `from_torchlinops(A)`: the jaxlinops operator equivalent to a torchlinops operator.
 
 jaxlinops itself never imports torch.
 """
 
 from ._linop import TorchLinop as TorchLinop, torch_linop as torch_linop
 from ._tensors import to_jax as to_jax, to_torch as to_torch
+from ._torchlinops import from_torchlinops as from_torchlinops

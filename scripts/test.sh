@@ -2,7 +2,10 @@
 # Set up and run the whole test suite.
 #
 #   bash scripts/test.sh           .venv with `python3`: torch==2.13.0 (CPU build) first, then
-#                                  `pip install -e .[test,torch]`; ruff, then pytest on tests/.
+#                                  `pip install -e .[test,torch]` and torchlinops (the
+#                                  reference for interop.from_torchlinops: torch-named-linops
+#                                  without its GPU dependencies, plus the four it imports);
+#                                  ruff, then pytest on tests/.
 #   bash scripts/test.sh --py312   the tests again on Python 3.12 with the newest jax and no
 #                                  torch, in .venv-py312 (torch tests skip; the operator
 #                                  contract runs in complex128 only). Without a Python 3.12
@@ -14,6 +17,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 TORCH_SPEC="torch==2.13.0"
+TORCHLINOPS_SPEC="torch-named-linops==0.8.3"
+TORCHLINOPS_IMPORTS=(einops jaxtyping scipy tqdm)
 PY_VERSION='import sys; print("%d.%d.%d" % sys.version_info[:3])'
 IS_PY312='import sys, venv; assert sys.version_info[:2] == (3, 12)'
 VERSIONS='import sys, jax; print(f"Python {sys.version.split()[0]}, jax {jax.__version__}")'
@@ -75,9 +80,11 @@ main_suite() {
   local start=$SECONDS
   local py=.venv/bin/python
   make_venv .venv python3
-  echo "test.sh: installing $TORCH_SPEC, then jaxlinops[test,torch] (editable)"
+  echo "test.sh: installing $TORCH_SPEC, jaxlinops[test,torch] (editable), $TORCHLINOPS_SPEC"
   "$py" -m pip install -q "$TORCH_SPEC"
   "$py" -m pip install -q -e ".[test,torch]"
+  "$py" -m pip install -q "${TORCHLINOPS_IMPORTS[@]}"
+  "$py" -m pip install -q --no-deps "$TORCHLINOPS_SPEC"
   echo "test.sh: setup took $((SECONDS - start)) s; $("$py" -c "$VERSIONS"), torch" \
     "$("$py" -c 'import torch; print(torch.__version__)')"
   # Lint first, but run the tests even when lint fails, so one run reports both.

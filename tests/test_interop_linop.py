@@ -124,3 +124,10 @@ def test_batched_operator_and_errors():
         interop.torch_linop(A)(np.ones((4, 5)))
     with pytest.raises(ValueError, match=r"expected dim 'Nx' of size 4"):
         interop.torch_linop(A)(torch.ones(5, 5, dtype=torch.complex128))
+    # a device JAX cannot reach, a dtype JAX lacks
+    with pytest.raises(ValueError, match=r"JAX cannot import a torch.complex128 tensor on meta"):
+        M(torch.empty(4, 5, dtype=torch.complex128, device="meta"))
+    with pytest.warns(UserWarning, match="ComplexHalf support is experimental"):
+        half = torch.ones(4, 5, dtype=torch.complex32)
+    with pytest.raises(TypeError, match=r"torch.complex32 has no JAX counterpart"):
+        M(half)
