@@ -164,16 +164,19 @@ def splittable_dims(op, sizes):
 
 @pytest.mark.parametrize("name", sorted(OPERATOR_FACTORIES))
 def test_batched_matches_the_operator(name):
-    """Batched over 2 devices along a splittable output dim (concatenated) and along one
-    that is not an output dim (summed), with tiles of a third of the dim (so ragged tiles,
-    all-padding tiles and several tiles per device occur): forward, adjoint and normal
-    equal the unbatched operator's."""
+    """Batched over 2 devices along a splittable dim, an output dim (concatenated) where
+    there is one, else an input dim (summed), with tiles of a third of the dim (so ragged
+    tiles, all-padding tiles and several tiles per device occur): forward, adjoint and
+    normal equal the unbatched operator's. (Summing along every operator's input dims is
+    left to the split contract above and to test_batched.py, for CI time.)"""
     op, x, y = build(name, jnp.complex128)
     sizes = {**dim_sizes(op.ishape, x.shape), **dim_sizes(op.oshape, y.shape)}
     found = splittable_dims(op, sizes)
     if not found:
         pytest.skip("no dim to split along")
-    dims = {d in op.oshape: d for d in reversed(found)}.values()  # the first of each kind
+    # the first output dim whose size the operator fixes, else the first output dim, else
+    # the first input dim
+    dims = [min(found, key=lambda d: (d not in op.oshape, op.size(d) is None))]
     run = jax.jit(lambda B, v, w: (B(v), B.H(w), B.N(v)))
     for d in dims:
         spec = jl.BatchSpec({d: max(1, sizes[d] // 3)}, device_matrix=jax.devices()[:2])

@@ -1,0 +1,35 @@
+"""`to_lineax`: a NamedLinop as a lineax operator (lineax is an optional extra)."""
+
+from __future__ import annotations
+
+import jax
+
+from .._linop import NamedLinop
+
+
+def to_lineax(A: NamedLinop, input_structure, tags=()):
+    """`A` as a `lineax.FunctionLinearOperator`, so that lineax's solvers (`lx.CG`,
+    `lx.GMRES`, `lx.LSMR`, ...) run on it: `lx.linear_solve(to_lineax(A.N, x, tags=
+    lx.positive_semidefinite_tag), y, lx.CG(rtol, atol))`.
+
+    - `input_structure`: an example input (array) or a `jax.ShapeDtypeStruct`, laid out by
+      `A.ishape`; lineax needs the shape and dtype up front.
+    - `tags`: lineax tags (e.g. `lx.positive_semidefinite_tag` for CG); they are promises
+      that lineax does not check.
+
+    lineax transposes the operator with `jax.linear_transpose`, which jaxlinops operators
+    support. Install with `pip install jaxlinops[lineax]`.
+    """
+    try:
+        import lineax as lx
+    except ImportError as error:
+        raise ImportError(
+            "`jl.alg.to_lineax` needs lineax: `pip install lineax` (or jaxlinops[lineax])."
+        ) from error
+    if not isinstance(A, NamedLinop):
+        raise TypeError(f"`to_lineax` expects a NamedLinop; got {type(A).__name__}.")
+    if not isinstance(input_structure, jax.ShapeDtypeStruct):
+        input_structure = jax.ShapeDtypeStruct(input_structure.shape, input_structure.dtype)
+    # A is a pytree already (its arrays are leaves): no closure conversion needed, and the
+    # result passes through `jax.jit`
+    return lx.FunctionLinearOperator(A, input_structure, tags, closure_convert=False)

@@ -1,0 +1,126 @@
+"""`power_method` and `singular_value_decomposition` (power method with deflation)."""
+
+from __future__ import annotations
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+from .._linop import NamedLinop
+from ._common import (
+    DimsOrAxes,
+    Operator,
+    as_vector,
+    check_operator,
+    inner,
+    norm,
+    resolve_axes,
+    result_dtype,
+    safe_divide,
+    square_output,
+)
+
+
+def power_method(
+    A: Operator, v_init, max_iters: int = 50, tol: float = 1e-5, dim: DimsOrAxes = None
+) -> tuple[jax.Array, jax.Array]:
+    r"""The dominant eigenvector of a square operator and the magnitude of its eigenvalue.
+
+    $v \leftarrow A v / \|A v\|$, $\lambda = \|A v\|$, from $v_0 = v_\text{init} /
+    \|v_\text{init}\|$, until the relative change of $\lambda$ is below `tol` (for every
+    batch entry) or after `max_iters` iterations, in one `lax.while_loop` (jit-able).
+
+    - `A`: a NamedLinop or linear callable mapping `v_init`'s shape to itself.
+    - `dim`: the dims (names of `A.ishape`, or axis numbers) that the norms run over, as
+      in torchlinops; the other axes are a batch of independent vectors. Default: all.
+
+    Returns `(v, λ)`: the unit vector(s) and the eigenvalue magnitude(s), one per batch
+    entry (a scalar without a batch). A zero `v_init` returns zeros.
+    """
+    name = "power_method"
+    check_operator(A, name)
+    if not isinstance(max_iters, int) or max_iters < 1:
+        raise ValueError(f"`{name}`: max_iters must be an integer >= 1; got {max_iters!r}.")
+    v = as_vector(v_init, name, "v_init")
+    v = v.astype(result_dtype(name, v.dtype, square_output(A, v, name)))
+    axes = resolve_axes(A, v.ndim, dim, name) or tuple(range(v.ndim))
+    return _power(A, v, axes, max_iters, tol)
+
+
+@eqx.filter_jit
+def _power(A, v, axes, max_iters, tol):
+    def step(carry):
+        k, v, lam, _ = carry
+        w = A(v).astype(v.dtype)
+        new = norm(w, axes)
+        change = jnp.max(safe_divide(jnp.abs(new - lam), lam))
+        return k + 1, safe_divide(w, new.astype(v.dtype)), new, change
+
+    def running(carry):
+        k, _, _, change = carry
+        # the first step only sets λ
+        return (k < max_iters) & ((k < 2) | (change >= tol))
+
+    v = safe_divide(v, norm(v, axes).astype(v.dtype))
+    lam = jnp.zeros(norm(v, axes).shape, jnp.real(v).dtype)
+    carry = (jnp.zeros((), jnp.int32), v, lam, jnp.zeros((), lam.dtype))
+    _, v, lam, _ = lax.while_loop(running, step, carry)
+    return v, jnp.squeeze(lam, axes)
+
+
+def singular_value_decomposition(
+    A: NamedLinop, x_init, num_singular_values: int, max_iters: int = 100, tol: float = 1e-8
+) -> tuple[jax.Array, jax.Array, jax.Array]:
+    r"""The leading singular triplets of `A`, by the power method on $A^H A$ with deflation:
+    $v_i$ is the dominant eigenvector of $A^H A - \sum_{j<i} \sigma_j^2 v_j v_j^H$ (started
+    from `x_init`, orthogonalised against the earlier $v_j$), $\sigma_i = \|A v_i\|$ and
+    $u_i = A v_i / \sigma_i$.
+
+    The accuracy of each $\sigma_i$ and $v_i$ depends on the gap to the next singular value,
+    as for any power method; `max_iters` and `tol` apply to each triplet.
+
+    Returns `(U, S, Vh)` like `numpy.linalg.svd`: `U` has shape `(*out, k)`, `S` `(k,)`
+    in descending order, `Vh` `(k, *in)`, with `x_init` laid out by `A.ishape`.
+    """
+    name = "singular_value_decomposition"
+    if not isinstance(A, NamedLinop):
+        raise TypeError(
+            f"`{name}` needs a NamedLinop (it applies A and A.H); got {type(A).__name__}."
+        )
+    if not isinstance(num_singular_values, int) or num_singular_values < 1:
+        raise ValueError(
+            f"`{name}`: num_singular_values must be an integer >= 1; got {num_singular_values!r}."
+        )
+    x = as_vector(x_init, name, "x_init")
+    size = x.size
+    if num_singular_values > size:
+        raise ValueError(
+            f"`{name}`: at most {size} singular values for an input of shape {x.shape}."
+        )
+    x = x.astype(result_dtype(name, x.dtype, jax.eval_shape(A, x).dtype))
+    return _svd(A, x, num_singular_values, max_iters, tol)
+
+
+@eqx.filter_jit
+def _svd(A, x, k, max_iters, tol):
+    axes = tuple(range(x.ndim))
+    vs, sigmas, us = [], [], []
+    for _ in range(k):
+
+        def deflated(v, vs=tuple(vs), sigmas=tuple(sigmas)):
+            out = A.H(A(v)).astype(v.dtype)
+            for vj, sj in zip(vs, sigmas):
+                out = out - (sj**2).astype(v.dtype) * vj * inner(vj, v, axes)
+            return out
+
+        start = x
+        for vj in vs:
+            start = start - vj * inner(vj, start, axes)
+        v, _ = _power(deflated, start, axes, max_iters, tol)
+        u = A(v)
+        sigma = jnp.squeeze(norm(u, tuple(range(u.ndim))))
+        vs.append(v)
+        sigmas.append(sigma)
+        us.append(safe_divide(u, sigma.astype(u.dtype)))
+    return jnp.stack(us, axis=-1), jnp.stack(sigmas), jnp.conj(jnp.stack(vs))
