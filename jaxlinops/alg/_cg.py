@@ -200,15 +200,16 @@ def _solve(A, P, y, x0, settings) -> CGResult:
 def _solve_with_progress(A, P, y, x0, settings) -> CGResult:
     if isinstance(y, jax.core.Tracer):
         raise ValueError(f"`{_NAME}`: progress=True runs from Python; it cannot run inside jit.")
-    init = eqx.filter_jit(_init)
-    step = eqx.filter_jit(_step)
-    state = init(A, P, y, x0, settings)
+    state = _init_jit(A, P, y, x0, settings)
     bar = progress_bar(settings[1], "CG")
     try:
         while int(state.k) < settings[1] and bool(jnp.any(state.active)):
-            state = step(A, P, y, settings, state)
+            state = _step_jit(A, P, y, settings, state)
             bar.update(1)
             bar.set_postfix(residual=float(jnp.nanmax(state.history[state.k])))
     finally:
         bar.close()
-    return eqx.filter_jit(_result)(y, settings, state)
+    return _result_jit(y, settings, state)
+
+
+_init_jit, _step_jit, _result_jit = (eqx.filter_jit(f) for f in (_init, _step, _result))

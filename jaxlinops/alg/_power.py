@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -45,10 +47,9 @@ def power_method(
     v = as_vector(v_init, name, "v_init")
     v = v.astype(result_dtype(name, v.dtype, square_output(A, v, name)))
     axes = resolve_axes(A, v.ndim, dim, name) or tuple(range(v.ndim))
-    return _power(A, v, axes, max_iters, tol)
+    return _power_jit(A, v, axes, max_iters, tol)
 
 
-@eqx.filter_jit
 def _power(A, v, axes, max_iters, tol):
     def step(carry):
         k, v, lam, _ = carry
@@ -67,6 +68,9 @@ def _power(A, v, axes, max_iters, tol):
     carry = (jnp.zeros((), jnp.int32), v, lam, jnp.zeros((), lam.dtype))
     _, v, lam, _ = lax.while_loop(running, step, carry)
     return v, jnp.squeeze(lam, axes)
+
+
+_power_jit = eqx.filter_jit(_power)
 
 
 def singular_value_decomposition(
@@ -107,16 +111,10 @@ def _svd(A, x, k, max_iters, tol):
     axes = tuple(range(x.ndim))
     vs, sigmas, us = [], [], []
     for _ in range(k):
-
-        def deflated(v, vs=tuple(vs), sigmas=tuple(sigmas)):
-            out = A.H(A(v)).astype(v.dtype)
-            for vj, sj in zip(vs, sigmas):
-                out = out - (sj**2).astype(v.dtype) * vj * inner(vj, v, axes)
-            return out
-
         start = x
         for vj in vs:
             start = start - vj * inner(vj, start, axes)
+        deflated = partial(_deflated, A, tuple(vs), tuple(sigmas), axes)
         v, _ = _power(deflated, start, axes, max_iters, tol)
         u = A(v)
         sigma = jnp.squeeze(norm(u, tuple(range(u.ndim))))
@@ -124,3 +122,11 @@ def _svd(A, x, k, max_iters, tol):
         sigmas.append(sigma)
         us.append(safe_divide(u, sigma.astype(u.dtype)))
     return jnp.stack(us, axis=-1), jnp.stack(sigmas), jnp.conj(jnp.stack(vs))
+
+
+def _deflated(A, vs, sigmas, axes, v):
+    r"""$(A^H A - \sum_j \sigma_j^2 v_j v_j^H) v$."""
+    out = A.H(A(v)).astype(v.dtype)
+    for vj, sj in zip(vs, sigmas):
+        out = out - (sj**2).astype(v.dtype) * vj * inner(vj, v, axes)
+    return out
