@@ -19,7 +19,11 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
+import socket
 import struct
+import subprocess
+import sys
 import time
 import zlib
 from pathlib import Path
@@ -135,44 +139,90 @@ def parse_args(argv):
     add("--iters", type=int, default=20, help="CG iterations (default 20)")
     add("--noise", type=float, default=0.01, help="noise std relative to the k-space RMS")
     add("--devices", type=int, help="devices to use (default: all, or 8 simulated CPU devices)")
+    add("--processes", type=int, default=1, help="run as this many local CPU processes joined "
+        "by jax.distributed, the multi-host path (the devices are divided among them)")  # fmt: skip
     add("--output", type=Path, default=Path("recon.png"), help="PNG path (default recon.png)")
     add("--seed", type=int, default=0, help="noise seed (default 0)")
+    add("--process-id", type=int, help=argparse.SUPPRESS)  # set by the launcher
+    add("--coordinator", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    for name in ("size", "coils", "spokes", "readouts", "iters"):
+    for name in ("size", "coils", "spokes", "readouts", "iters", "processes"):
         if getattr(args, name) < 1:
             parser.error(f"--{name} must be at least 1; got {getattr(args, name)}.")
     if args.size < 8 or args.size % 2:
         parser.error(f"--size must be an even number >= 8; got {args.size}.")
     if args.devices is not None and args.devices < 1:
         parser.error(f"--devices must be at least 1; got {args.devices}.")
+    if (args.devices or 8) % args.processes:
+        parser.error(
+            f"--devices {args.devices or 8} cannot be divided among {args.processes} processes."
+        )
     return parser, args
 
 
-def select_devices(parser, requested: int | None):
-    """The devices to run on. On a CPU-only machine, simulate `requested` (default 8)
-    devices, which must happen before JAX starts its CPU backend."""
+def launch(argv: list[str], processes: int) -> int:
+    """Run the demo as `processes` local CPU processes joined by `jax.distributed` (what a
+    cluster launcher does across hosts); process 0 reports."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {**os.environ, "JAX_PLATFORMS": "cpu"}
+    command = [sys.executable, "-m", "jaxlinops.demo", *argv, "--coordinator", f"127.0.0.1:{port}"]
+    children = [
+        subprocess.Popen([*command, "--process-id", str(i)], env=env) for i in range(processes)
+    ]
+    return max(child.wait() for child in children)
+
+
+def select_devices(parser, args):
+    """The devices to run on. On a CPU-only machine, simulate `--devices` (default 8)
+    devices, split among the processes; this must happen before JAX starts its backend."""
     import jax
 
     if jax.config.jax_num_cpu_devices < 1:  # not chosen by the caller
         try:
-            jax.config.update("jax_num_cpu_devices", requested or 8)
+            jax.config.update("jax_num_cpu_devices", (args.devices or 8) // args.processes)
         except RuntimeError:  # JAX's backends are already up: use what they have
             pass
+    if args.process_id is not None:
+        jax.distributed.initialize(args.coordinator, args.processes, args.process_id)
     devices = jax.devices()
-    if requested is not None and requested > len(devices):
+    if args.devices is not None and args.devices > len(devices):
         parser.error(
-            f"--devices {requested}: only {len(devices)} {devices[0].platform} device(s) "
+            f"--devices {args.devices}: only {len(devices)} {devices[0].platform} device(s) "
             f"are available."
         )
-    return devices[: requested or len(devices)]
+    return devices[: args.devices or len(devices)]
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
     parser, args = parse_args(argv)
-    # CG's progress goes to this logger when tqdm is not installed
+    if args.processes > 1 and args.process_id is None:
+        return launch(argv, args.processes)
+    devices = select_devices(parser, args)
+    import jax
+
+    # only process 0 reports; CG's progress goes to the logger when tqdm is not installed
+    say = print if jax.process_index() == 0 else (lambda *a, **k: None)
     logging.basicConfig(format="  %(message)s")
     logging.getLogger("jaxlinops.alg").setLevel(logging.INFO)
-    devices = select_devices(parser, args.devices)
+    truth, maps, locs, kspace = simulate(args, say)
+    A, weight = forward_model(maps, locs, args.size, say)
+    recon, adjoint = reconstruct(A, weight * kspace, devices, args, say)
+    adjoint = adjoint * np.vdot(adjoint, truth) / np.vdot(adjoint, adjoint)
+    error = float(np.linalg.norm(recon - truth) / np.linalg.norm(truth))
+    adjoint_error = float(np.linalg.norm(adjoint - truth) / np.linalg.norm(truth))
+    say(f"Relative error against the phantom: reconstruction {error:.3f}, "
+        f"adjoint (best scaled) {adjoint_error:.3f}")  # fmt: skip
+    if jax.process_index() == 0:
+        write_png(args.output, [truth, adjoint, recon, 5 * (recon - truth)])
+    say(f"Saved truth | adjoint | reconstruction | 5× error to {args.output.resolve()}")
+    return 0
+
+
+def simulate(args, say):
+    """The phantom, coil maps, trajectory and noisy exact-DFT k-space `(C, S, R)`."""
     import jax
 
     import jaxlinops as jl
@@ -181,58 +231,63 @@ def main(argv: list[str] | None = None) -> int:
     truth = phantom(n).astype(np.complex64)
     maps = coil_maps(n, args.coils)
     locs = radial_trajectory(n, args.spokes, args.readouts)
-    print(f"jaxlinops {jl.__version__}, jax {jax.__version__}")
-    print(
-        f"Problem: {n}×{n} image, {args.coils} coils, {args.spokes} spokes × "
-        f"{args.readouts} readouts, NUFFT oversampling 2, width 6, Toeplitz normal"
-    )
-
+    say(f"jaxlinops {jl.__version__}, jax {jax.__version__}")
+    say(f"Problem: {n}×{n} image, {args.coils} coils, {args.spokes} spokes × {args.readouts} "
+        f"readouts, NUFFT oversampling 2, width 6, Toeplitz normal")  # fmt: skip
     start = time.perf_counter()
     kspace = exact_kspace(truth, maps, locs)
     sigma = args.noise * np.sqrt(np.mean(np.abs(kspace) ** 2))
     noise = rng.standard_normal((2, *kspace.shape)).astype(np.float32)
     kspace = kspace + (sigma / np.sqrt(2) * (noise[0] + 1j * noise[1])).astype(np.complex64)
-    print(f"Simulated k-space by an exact DFT in {time.perf_counter() - start:.1f} s")
+    say(f"Simulated k-space by an exact DFT in {time.perf_counter() - start:.1f} s")
+    return truth, maps, locs, kspace
 
-    weight = np.sqrt(ramp_dcf(locs))[None]
+
+def forward_model(maps, locs, n: int, say):
+    """$A = \\sqrt{w}\\,\\mathrm{NUFFT}\\,S$ scaled to $\\|A\\| = 1$ by the power method,
+    and its (scaled) diagonal weight $\\sqrt{w}$."""
+    import jaxlinops as jl
+
     S = jl.Dense(maps, "C Nx Ny", "Nx Ny", "C Nx Ny")
     F = jl.NUFFT(locs, (n, n), "S R", batch_shape="C", oversamp=2.0, width=6.0, toeplitz=True)
+    weight = np.sqrt(ramp_dcf(locs))[None]
     A = jl.Diagonal(weight, "C S R", broadcast_dims="C") @ F @ S
     _, lam = jl.alg.power_method(A.N, np.ones((n, n), np.complex64), max_iters=30)
     weight = (weight / np.sqrt(float(lam))).astype(np.float32)
-    A = jl.Diagonal(weight, "C S R", broadcast_dims="C") @ F @ S
-    print(f"Normalised A by the power method: ||A||^2 was {float(lam):.4g}")
+    say(f"Normalised A by the power method: ||A||^2 was {float(lam):.4g}")
+    return jl.Diagonal(weight, "C S R", broadcast_dims="C") @ F @ S, weight
 
-    spec = jl.BatchSpec({"C": 1}, device_matrix=devices)
-    AN = jl.create_batched_linop(A.N, spec)
-    print(f"Devices: {len(devices)} × {devices[0].platform}; mesh {dict(AN.mesh.shape)}")
-    b = A.H(weight * kspace)
 
-    print(f"Solving CG-SENSE, {args.iters} iterations (step by step, with progress):")
-    start = time.perf_counter()
-    result = jl.alg.conjugate_gradients(AN, b, max_num_iters=args.iters, progress=True)
-    stepwise_time = time.perf_counter() - start
+def reconstruct(A, data, devices, args, say):
+    """CG on $A^H A x = A^H (\\sqrt{w} y)$ with $A^H A$ split by coils over `devices`;
+    returns the reconstruction and the adjoint $A^H \\sqrt{w} y$ (numpy)."""
+    import jax
+
+    import jaxlinops as jl
+
+    AN = jl.create_batched_linop(A.N, jl.BatchSpec({"C": 1}, device_matrix=devices))
+    processes = f" in {jax.process_count()} processes" if jax.process_count() > 1 else ""
+    say(f"Devices: {len(devices)} × {devices[0].platform}{processes}; mesh {dict(AN.mesh.shape)}")
+    b = A.H(data)
+    if jax.process_count() == 1:  # the progress loop reads values on the host
+        say(f"Solving CG-SENSE, {args.iters} iterations (step by step, with progress):")
+        start = time.perf_counter()
+        jl.alg.conjugate_gradients(AN, b, max_num_iters=args.iters, progress=True)
+        say(f"Step by step (compiling included): {time.perf_counter() - start:.2f} s")
     start = time.perf_counter()
     solve = jax.jit(lambda AN, b: jl.alg.conjugate_gradients(AN, b, max_num_iters=args.iters))
     compiled = solve.lower(AN, b).compile()
     compile_time = time.perf_counter() - start
     start = time.perf_counter()
-    jax.block_until_ready(compiled(AN, b))
-    solve_time = time.perf_counter() - start
-    print(
-        f"Step by step (compiling included): {stepwise_time:.2f} s. As one jitted program: "
-        f"compile {compile_time:.2f} s, solve {solve_time:.3f} s ({result.num_iters} iterations)"
-    )
+    result = jax.block_until_ready(compiled(AN, b))
+    say(f"As one jitted program: compile {compile_time:.2f} s, solve "
+        f"{time.perf_counter() - start:.3f} s ({_local(result.num_iters)} iterations)")  # fmt: skip
+    return _local(result.x), np.asarray(b)
 
-    recon, adjoint = np.asarray(result.x), np.asarray(b)
-    adjoint = adjoint * np.vdot(adjoint, truth) / np.vdot(adjoint, adjoint)
-    error = float(np.linalg.norm(recon - truth) / np.linalg.norm(truth))
-    adjoint_error = float(np.linalg.norm(adjoint - truth) / np.linalg.norm(truth))
-    print(f"Relative error against the phantom: reconstruction {error:.3f}, "
-          f"adjoint (best scaled) {adjoint_error:.3f}")  # fmt: skip
-    write_png(args.output, [truth, adjoint, recon, 5 * (recon - truth)])
-    print(f"Saved truth | adjoint | reconstruction | 5× error to {args.output.resolve()}")
-    return 0
+
+def _local(x) -> np.ndarray:
+    """A replicated array's value in this process (also when it spans processes)."""
+    return np.asarray(x.addressable_data(0))
 
 
 if __name__ == "__main__":

@@ -17,6 +17,9 @@ import jaxlinops as jl
 from jaxlinops import demo
 
 REPO_ROOT = Path(jaxlinops.__file__).resolve().parent.parent
+# the relative errors of reconstruction and adjoint for SMALL (checked against the
+# phantom in the tests); the two-process run must reproduce them
+SINGLE_PROCESS = (0.267, 0.449)
 SMALL = ["--size", "32", "--coils", "4", "--spokes", "16", "--readouts", "64", "--iters", "10"]
 
 
@@ -39,13 +42,26 @@ def read_png(path: Path) -> np.ndarray:
     return rows[:, 1:]
 
 
-def test_demo_runs_in_a_fresh_interpreter(tmp_path):
-    """Fresh JAX defaults (32-bit, standard promotion), 4 simulated CPU devices."""
+def test_demo_runs_as_two_processes(tmp_path):
+    """Fresh interpreters (JAX defaults: 32-bit, standard promotion), launched as two
+    processes joined by jax.distributed with 2 simulated CPU devices each: the multi-host
+    path. The result equals the single-process one (same seed, same error)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("JAX_")}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH")]))
     png = tmp_path / "recon.png"
     result = subprocess.run(
-        [sys.executable, "-m", "jaxlinops.demo", *SMALL, "--devices", "4", "--output", str(png)],
+        [
+            sys.executable,
+            "-m",
+            "jaxlinops.demo",
+            *SMALL,
+            "--devices",
+            "4",
+            "--processes",
+            "2",
+            "--output",
+            str(png),
+        ],  # fmt: skip
         capture_output=True,
         text=True,
         env=env,
@@ -53,9 +69,11 @@ def test_demo_runs_in_a_fresh_interpreter(tmp_path):
         check=False,
     )
     assert result.returncode == 0, result.stderr
-    assert "Devices: 4 × cpu; mesh {'C': 4}" in result.stdout
+    assert "Devices: 4 × cpu in 2 processes; mesh {'C': 4}" in result.stdout
     recon, adjoint = errors(result.stdout)
     assert recon < 0.35 and recon < 0.7 * adjoint
+    assert np.allclose((recon, adjoint), SINGLE_PROCESS, atol=2e-3)
+    assert result.stdout.count("Relative error") == 1  # only process 0 reports
     image = read_png(png)
     assert image.shape == (32, 4 * 32)
     truth = np.abs(demo.phantom(32))
@@ -66,13 +84,13 @@ def test_demo_in_process_and_option_errors(tmp_path, capsys):
     """Inside this test session (8 devices already up, x64 on, strict promotion)."""
     assert demo.main([*SMALL, "--devices", "2", "--output", str(tmp_path / "r.png")]) == 0
     out = capsys.readouterr().out
-    assert "mesh {'C': 2}" in out
-    recon, adjoint = errors(out)
-    assert recon < 0.7 * adjoint
+    assert "Devices: 2 × cpu; mesh {'C': 2}" in out
+    assert np.allclose(errors(out), SINGLE_PROCESS, atol=2e-3)
     for args, message in (
         (["--devices", "99"], r"--devices 99: only 8 cpu device\(s\) are available"),
         (["--size", "31"], r"--size must be an even number >= 8; got 31"),
         (["--iters", "0"], r"--iters must be at least 1; got 0"),
+        (["--processes", "3"], r"--devices 8 cannot be divided among 3 processes"),
     ):
         with pytest.raises(SystemExit):
             demo.main(args)
