@@ -109,11 +109,15 @@ py312_core() {
   "$py" -m pip install -q -U --upgrade-strategy eager -e ".[test]"
   echo "test.sh: setup took $((SECONDS - start)) s; $("$py" -c "$VERSIONS")"
   # The main stage covers every dtype; here the per-operator contract runs in complex128
-  # only, which exercises the same code paths on the newest jax at a third of the cost,
-  # and the per-operator split and batched checks are left to the main stage
-  # (test_split.py, test_batched.py and test_multihost.py exercise them on the newest jax).
+  # only, which exercises the same code paths on the newest jax at a third of the cost.
+  # The per-operator split and batched checks are left to the main stage (test_split.py,
+  # test_batched.py and test_multihost.py exercise them on the newest jax), and so are the
+  # accuracy studies of the gridding operators (their operators are in the contract).
   local skip="test_batched_matches_the_operator or test_split_matches_a_block_of_the_operator"
-  run_pytest "$py" -k "not (test_operator_contract and (float32 or complex64)) and not ($skip)" "$@"
+  local accuracy=(--ignore=tests/test_toeplitz.py --ignore=tests/test_nufft.py
+    --ignore=tests/test_interp.py --ignore=tests/test_conv.py)
+  run_pytest "$py" -k "not (test_operator_contract and (float32 or complex64)) and not ($skip)" \
+    "${accuracy[@]}" "$@"
 }
 
 if [[ ${1:-} == --py312 ]]; then
