@@ -218,6 +218,8 @@ def test_bad_input():
         alg.power_method(A, rand(1, (4,)))
     with pytest.raises(ValueError, match=r"at most 4 singular values"):
         alg.singular_value_decomposition(A, rand(1, (4,)), 5)
+    with pytest.raises(ValueError, match=r"degree must be an integer >= 0; got 1.5"):
+        alg.polynomial_coefficients(1.5)
     with pytest.raises(ValueError, match=r"norm must be one of .* got 'l_1'"):
         alg.polynomial_preconditioner(A.N, 2, "l_1")
     with pytest.raises(

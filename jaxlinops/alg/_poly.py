@@ -29,6 +29,8 @@ def polynomial_coefficients(
     A preconditioner must be positive on the interval: a polynomial that is not is an error.
     """
     name = "polynomial_coefficients"
+    if not isinstance(degree, int) or degree < 0:
+        raise ValueError(f"`{name}`: degree must be an integer >= 0; got {degree!r}.")
     if norm not in NORMS:
         raise ValueError(f"`{name}`: norm must be one of {NORMS}; got {norm!r}.")
     if not 0 <= lower_eig < upper_eig:
