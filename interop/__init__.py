@@ -12,3 +12,11 @@ jaxlinops itself never imports torch.
 from ._linop import TorchLinop as TorchLinop, torch_linop as torch_linop
 from ._tensors import to_jax as to_jax, to_torch as to_torch
 from ._torchlinops import from_torchlinops as from_torchlinops
+
+__all__ = [
+    "TorchLinop",
+    "torch_linop",
+    "to_jax",
+    "to_torch",
+    "from_torchlinops",
+]

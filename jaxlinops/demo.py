@@ -243,6 +243,7 @@ def simulate(args, say):
     return truth, maps, locs, kspace
 
 
+# --8<-- [start:recon]
 def forward_model(maps, locs, n: int, say):
     """$A = \\sqrt{w}\\,\\mathrm{NUFFT}\\,S$ scaled to $\\|A\\| = 1$ by the power method,
     and its (scaled) diagonal weight $\\sqrt{w}$."""
@@ -283,6 +284,9 @@ def reconstruct(A, data, devices, args, say):
     say(f"As one jitted program: compile {compile_time:.2f} s, solve "
         f"{time.perf_counter() - start:.3f} s ({_local(result.num_iters)} iterations)")  # fmt: skip
     return _local(result.x), np.asarray(b)
+
+
+# --8<-- [end:recon]
 
 
 def _local(x) -> np.ndarray:

@@ -55,6 +55,11 @@ def test_coils_across_8_devices_stay_sharded():
     # the normal of A batched directly: coils are internal, summed across devices
     BN = jl.create_batched_linop(A.N, jl.BatchSpec({"C": 1}, device_matrix=DEVICES))
     assert_close(jax.jit(lambda op, v: op(v))(BN, x), A.N(x), C128)
+    # eagerly, an input committed to one device (device_put, DLPack) is moved onto the mesh
+    for device in (DEVICES[0], jax.devices()[-1]):
+        committed = jax.device_put(x, device)
+        assert_close(B(committed), A(x), C128)
+        assert_close(B.H(jax.device_put(y, device)), A.H(y), C128)
 
 
 def test_frames_and_coils_on_a_2x4_mesh():

@@ -16,3 +16,13 @@ from ._power import (
     power_method as power_method,
     singular_value_decomposition as singular_value_decomposition,
 )
+
+__all__ = [
+    "CGResult",
+    "conjugate_gradients",
+    "to_lineax",
+    "polynomial_coefficients",
+    "polynomial_preconditioner",
+    "power_method",
+    "singular_value_decomposition",
+]

@@ -14,3 +14,19 @@ from ._nufft import (
     nufft_plan as nufft_plan,
 )
 from ._pad import center_crop as center_crop, center_pad as center_pad
+
+__all__ = [
+    "array_to_blocks",
+    "blocks_to_array",
+    "get_nblocks",
+    "index",
+    "index_adjoint",
+    "interpolate",
+    "interpolate_adjoint",
+    "NUFFTPlan",
+    "nufft",
+    "nufft_adjoint",
+    "nufft_plan",
+    "center_crop",
+    "center_pad",
+]

@@ -28,7 +28,7 @@ class NUFFTPlan(eqx.Module):
     `locs` are the points in padded-grid units (`[0, Npad)`, floats for
     `mode="interpolate"`, rounded integers for `mode="sampling"`); `apodize` is the real
     apodization over the image grid (None in sampling mode); `order` visits the points
-    sorted by grid cell (see [`point_order`][]), set on padded grids of more than
+    sorted by grid cell (`_gridding.point_order`), set on padded grids of more than
     `SORT_POINTS_ABOVE` points, where it halves the gridding time by keeping the scatter in
     cache (measured at 128³; no gain at 64³). The sizes, oversampling factor, kernel width,
     Kaiser–Bessel β and mode are static.

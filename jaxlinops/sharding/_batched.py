@@ -129,7 +129,7 @@ class BatchedLinop(NamedLinop):
 
     # ----------------------------------------------------------------- application
     def apply(self, x: jax.Array) -> jax.Array:
-        y = _apply(self, x)
+        y = _apply(self, _onto_mesh(x, self.mesh))
         if self.base_device is not None:
             y = gather(y, self.mesh, self.base_device)
         return y
@@ -149,6 +149,17 @@ class BatchedLinop(NamedLinop):
             y = jax.lax.slice_in_dim(y, 0, sizes[d], axis=axis)
         log_application(self, x, y)
         return y
+
+
+def _onto_mesh(x, mesh: Mesh | None):
+    """A concrete input committed to other devices (by `device_put` or a DLPack import),
+    replicated onto the mesh: one compiled program cannot mix device sets. (Inside a
+    caller's `jit` the inputs are that program's.)"""
+    if mesh is None or not isinstance(x, jax.Array) or isinstance(x, jax.core.Tracer):
+        return x
+    if not x.committed or x.sharding.device_set == set(mesh.devices.flat):
+        return x
+    return jax.device_put(x, NamedSharding(mesh, PartitionSpec()))
 
 
 @eqx.filter_jit
