@@ -44,6 +44,7 @@ class CGResult(NamedTuple):
 
 
 class _State(NamedTuple):
+    threshold: jax.Array  # max(gtol ||y||, atol), per system
     k: jax.Array
     x: jax.Array
     r: jax.Array
@@ -126,13 +127,8 @@ def _apply(op, v: jax.Array) -> jax.Array:
     return op(v).astype(v.dtype)
 
 
-def _threshold(y: jax.Array, settings) -> jax.Array:
-    axes, _, gtol, atol = settings
-    return jnp.maximum(gtol * norm(y, axes), atol)
-
-
 def _init(A, P, y, x0, settings) -> _State:
-    axes, max_num_iters, _, _ = settings
+    axes, max_num_iters, gtol, atol = settings
     if x0 is None:
         x, r = jnp.zeros_like(y), y
     else:
@@ -142,46 +138,49 @@ def _init(A, P, y, x0, settings) -> _State:
     rnorm = norm(r, axes)
     batch_shape = jnp.squeeze(rnorm, axes).shape
     history = jnp.full((max_num_iters + 1, *batch_shape), jnp.nan, rnorm.dtype)
+    threshold = jnp.maximum(gtol * norm(y, axes), atol)
     return _State(
+        threshold=threshold,
         k=jnp.zeros((), jnp.int32),
         x=x,
         r=r,
         p=z,
         rz=jnp.real(inner(r, z, axes)),
-        active=rnorm > _threshold(y, settings),
+        active=rnorm > threshold,
         num_iters=jnp.zeros(rnorm.shape, jnp.int32),
         history=history.at[0].set(jnp.squeeze(rnorm, axes)),
     )
 
 
-def _step(A, P, y, settings, s: _State) -> _State:
+def _step(A, P, settings, s: _State) -> _State:
     axes = settings[0]
     Ap = _apply(A, s.p)
     pAp = jnp.real(inner(s.p, Ap, axes))
-    alpha = jnp.where(s.active, safe_divide(s.rz, pAp), 0).astype(y.dtype)
+    alpha = jnp.where(s.active, safe_divide(s.rz, pAp), 0).astype(s.x.dtype)
     x = s.x + alpha * s.p
     r = s.r - alpha * Ap
     z = r if P is None else _apply(P, r)
     rz = jnp.real(inner(r, z, axes))
-    beta = safe_divide(rz, s.rz).astype(y.dtype)
+    beta = safe_divide(rz, s.rz).astype(s.x.dtype)
     rnorm = jnp.sqrt(rz) if P is None else norm(r, axes)
     return _State(
+        threshold=s.threshold,
         k=s.k + 1,
         x=x,
         r=r,
         p=z + beta * s.p,
         rz=rz,
-        active=s.active & (rnorm > _threshold(y, settings)) & (pAp > 0),
+        active=s.active & (rnorm > s.threshold) & (pAp > 0),
         num_iters=s.num_iters + s.active.astype(jnp.int32),
         history=s.history.at[s.k + 1].set(jnp.squeeze(jnp.where(s.active, rnorm, jnp.nan), axes)),
     )
 
 
-def _result(y, settings, s: _State) -> CGResult:
+def _result(settings, s: _State) -> CGResult:
     axes = settings[0]
     # the history row of each system's last iteration
     last = jnp.take_along_axis(s.history, jnp.squeeze(s.num_iters, axes)[None], axis=0)[0]
-    converged = last <= jnp.squeeze(_threshold(y, settings), axes)
+    converged = last <= jnp.squeeze(s.threshold, axes)
     return CGResult(s.x, jnp.squeeze(s.num_iters, axes), s.history, converged)
 
 
@@ -191,10 +190,10 @@ def _solve(A, P, y, x0, settings) -> CGResult:
     state = _init(A, P, y, x0, settings)
     state = lax.while_loop(
         lambda s: (s.k < max_num_iters) & jnp.any(s.active),
-        lambda s: _step(A, P, y, settings, s),
+        lambda s: _step(A, P, settings, s),
         state,
     )
-    return _result(y, settings, state)
+    return _result(settings, state)
 
 
 def _solve_with_progress(A, P, y, x0, settings) -> CGResult:
@@ -204,12 +203,12 @@ def _solve_with_progress(A, P, y, x0, settings) -> CGResult:
     bar = progress_bar(settings[1], "CG")
     try:
         while int(state.k) < settings[1] and bool(jnp.any(state.active)):
-            state = _step_jit(A, P, y, settings, state)
+            state = _step_jit(A, P, settings, state)
             bar.update(1)
             bar.set_postfix(residual=float(jnp.nanmax(state.history[state.k])))
     finally:
         bar.close()
-    return _result_jit(y, settings, state)
+    return _result_jit(settings, state)
 
 
 _init_jit, _step_jit, _result_jit = (eqx.filter_jit(f) for f in (_init, _step, _result))
