@@ -171,7 +171,14 @@ def launch(argv: list[str], processes: int) -> int:
     children = [
         subprocess.Popen([*command, "--process-id", str(i)], env=env) for i in range(processes)
     ]
-    return max(child.wait() for child in children)
+    while True:  # a failed process would leave the others waiting in a collective
+        codes = [child.poll() for child in children]
+        failed = [code for code in codes if code not in (None, 0)]
+        if failed or all(code == 0 for code in codes):
+            for child in children:
+                child.kill()
+            return failed[0] if failed else 0
+        time.sleep(0.1)
 
 
 def select_devices(parser, args):

@@ -112,12 +112,14 @@ py312_core() {
   # only, which exercises the same code paths on the newest jax at a third of the cost.
   # The per-operator split and batched checks are left to the main stage (test_split.py,
   # test_batched.py and test_multihost.py exercise them on the newest jax), and so are the
-  # accuracy studies of the gridding operators (their operators are in the contract).
+  # accuracy studies of the gridding operators (their operators are in the contract) and
+  # the demo and tour (applications of the same operators and solvers).
   local skip="test_batched_matches_the_operator or test_split_matches_a_block_of_the_operator"
-  local accuracy=(--ignore=tests/test_toeplitz.py --ignore=tests/test_nufft.py
-    --ignore=tests/test_interp.py --ignore=tests/test_conv.py)
+  local ignored=(--ignore=tests/test_toeplitz.py --ignore=tests/test_nufft.py
+    --ignore=tests/test_interp.py --ignore=tests/test_conv.py
+    --ignore=tests/test_demo.py --ignore=tests/test_tour.py)
   run_pytest "$py" -k "not (test_operator_contract and (float32 or complex64)) and not ($skip)" \
-    "${accuracy[@]}" "$@"
+    "${ignored[@]}" "$@"
 }
 
 if [[ ${1:-} == --py312 ]]; then
