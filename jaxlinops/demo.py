@@ -28,9 +28,14 @@ import time
 import zlib
 from pathlib import Path
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 
-# jax is imported in `main`, after the simulated CPU device count is set
+import jaxlinops as jl
+
+# importing jax does not start its backends: `select_devices` can still set the number of
+# simulated CPU devices
 
 # (intensity, semi-axes, centre, angle in degrees) of the modified Shepp–Logan phantom
 SHEPP_LOGAN = (
@@ -92,9 +97,6 @@ def ramp_dcf(locs: np.ndarray) -> np.ndarray:
 def exact_kspace(image, maps, locs):
     r"""$y_c(p) = N^{-1} \sum_n S_c[n]\, x[n]\, e^{-2\pi i p \cdot (n - N/2) / N}$: the exact
     DFT at every point (the NUFFT's convention), separable in the two axes."""
-    import jax
-    import jax.numpy as jnp
-
     n = image.shape[0]
     grid = (jnp.arange(n) - n // 2).astype(jnp.float32)
 
@@ -184,8 +186,6 @@ def launch(argv: list[str], processes: int) -> int:
 def select_devices(parser, args):
     """The devices to run on. On a CPU-only machine, simulate `--devices` (default 8)
     devices, split among the processes; this must happen before JAX starts its backend."""
-    import jax
-
     if jax.config.jax_num_cpu_devices < 1:  # not chosen by the caller
         try:
             jax.config.update("jax_num_cpu_devices", (args.devices or 8) // args.processes)
@@ -208,8 +208,6 @@ def main(argv: list[str] | None = None) -> int:
     if args.processes > 1 and args.process_id is None:
         return launch(argv, args.processes)
     devices = select_devices(parser, args)
-    import jax
-
     # only process 0 reports; CG's progress goes to the logger when tqdm is not installed
     say = print if jax.process_index() == 0 else (lambda *a, **k: None)
     logging.basicConfig(format="  %(message)s")
@@ -230,10 +228,6 @@ def main(argv: list[str] | None = None) -> int:
 
 def simulate(args, say):
     """The phantom, coil maps, trajectory and noisy exact-DFT k-space `(C, S, R)`."""
-    import jax
-
-    import jaxlinops as jl
-
     n, rng = args.size, np.random.default_rng(args.seed)
     truth = phantom(n).astype(np.complex64)
     maps = coil_maps(n, args.coils)
@@ -254,8 +248,6 @@ def simulate(args, say):
 def forward_model(maps, locs, n: int, say):
     """$A = \\sqrt{w}\\,\\mathrm{NUFFT}\\,S$ scaled to $\\|A\\| = 1$ by the power method,
     and its (scaled) diagonal weight $\\sqrt{w}$."""
-    import jaxlinops as jl
-
     S = jl.Dense(maps, "C Nx Ny", "Nx Ny", "C Nx Ny")
     F = jl.NUFFT(locs, (n, n), "S R", batch_shape="C", oversamp=2.0, width=6.0, toeplitz=True)
     weight = np.sqrt(ramp_dcf(locs))[None]
@@ -269,10 +261,6 @@ def forward_model(maps, locs, n: int, say):
 def reconstruct(A, data, devices, args, say):
     """CG on $A^H A x = A^H (\\sqrt{w} y)$ with $A^H A$ split by coils over `devices`;
     returns the reconstruction and the adjoint $A^H \\sqrt{w} y$ (numpy)."""
-    import jax
-
-    import jaxlinops as jl
-
     AN = jl.create_batched_linop(A.N, jl.BatchSpec({"C": 1}, device_matrix=devices))
     processes = f" in {jax.process_count()} processes" if jax.process_count() > 1 else ""
     say(f"Devices: {len(devices)} × {devices[0].platform}{processes}; mesh {dict(AN.mesh.shape)}")
