@@ -2,10 +2,11 @@
 # Set up and run the whole test suite.
 #
 #   bash scripts/test.sh           .venv with `python3`: torch==2.13.0 (CPU build) first, then
-#                                  `pip install -e .[test,torch,docs]` and torchlinops (the
-#                                  reference for interop.from_torchlinops: torch-named-linops
-#                                  without its GPU dependencies, plus the four it imports);
-#                                  ruff, then pytest on tests/.
+#                                  `pip install -e .[test,torch,docs,notebooks]` and
+#                                  torchlinops (the reference for interop.from_torchlinops:
+#                                  torch-named-linops without its GPU dependencies, plus the
+#                                  four it imports); ruff, then pytest on tests/ (which also
+#                                  runs the notebooks and builds the docs).
 #   bash scripts/test.sh --py312   the tests again on Python 3.12 with the newest jax and no
 #                                  torch, in .venv-py312 (torch tests skip; the operator
 #                                  contract runs in complex128 only). Without a Python 3.12
@@ -80,9 +81,10 @@ main_suite() {
   local start=$SECONDS
   local py=.venv/bin/python
   make_venv .venv python3
-  echo "test.sh: installing $TORCH_SPEC, jaxlinops[test,torch,docs] (editable), $TORCHLINOPS_SPEC"
+  echo "test.sh: installing $TORCH_SPEC, jaxlinops[test,torch,docs,notebooks] (editable)," \
+    "$TORCHLINOPS_SPEC"
   "$py" -m pip install -q "$TORCH_SPEC"
-  "$py" -m pip install -q -e ".[test,torch,docs]"
+  "$py" -m pip install -q -e ".[test,torch,docs,notebooks]"
   "$py" -m pip install -q "${TORCHLINOPS_IMPORTS[@]}"
   "$py" -m pip install -q --no-deps "$TORCHLINOPS_SPEC"
   echo "test.sh: setup took $((SECONDS - start)) s; $("$py" -c "$VERSIONS"), torch" \
