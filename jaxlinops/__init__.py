@@ -9,7 +9,7 @@ import importlib.metadata as _metadata
 from . import alg as alg, config as config, functional as functional, testing as testing
 from ._dims import Dim as Dim, Dims as Dims, next_unused as next_unused
 from ._linop import NamedLinop as NamedLinop, dims_field as dims_field, rename as rename
-from ._split import split as split, split_linop as split_linop
+from ._split import split as split, split_arrays as split_arrays, split_linop as split_linop
 from .linops import (
     FFT as FFT,
     NUFFT as NUFFT,
@@ -58,6 +58,7 @@ __all__ = [
     "dims_field",
     "rename",
     "split",
+    "split_arrays",
     "split_linop",
     "FFT",
     "NUFFT",

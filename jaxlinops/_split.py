@@ -119,9 +119,19 @@ def split_arrays(
     batch: Iterable[str] = (),
     zeroed: bool = True,
 ) -> NamedLinop:
-    """`op` with its arrays sliced along the tiled dims of their axes (`slice_arrays`),
-    masked where padding needs it (`mask_padded`). `zeroed` says whether zero entries of
-    the arrays give zero outputs (weights: yes; indices and points: no)."""
+    """The tile of `op` for an operator that works entry by entry along the tiled dims: its
+    arrays sliced along those dims. Use it to implement `NamedLinop.split`.
+
+    - `arrays`: `(where, axes)` pairs: `where(op)` returns one of `op`'s arrays and `axes`
+      names the dim of each of its axes (None for an unnamed one). Size-1 axes broadcast
+      and are kept.
+    - `batch`: dims that `op` applies entry by entry without an array along them; a tile
+      along them is the same operator.
+    - `zeroed`: whether zero entries of the arrays give zero outputs (weights: yes; indices
+      and points: no). When not, padded entries of ragged tiles are masked.
+
+    A tiled dim of `op` that is in neither is one `op` mixes or resizes: a ValueError.
+    """
     out, indexed = slice_arrays(op, tile, arrays, batch)
     return mask_padded(out, op, tile, indexed if zeroed else ())
 

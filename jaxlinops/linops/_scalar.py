@@ -11,6 +11,7 @@ from .._linop import NamedLinop, dims_field
 from .._split import split_arrays
 
 
+# --8<-- [start:scalar]
 class Scalar(NamedLinop):
     r"""$y = c\,x$ for a scalar $c$ (real or complex), mapping `ioshape -> ioshape`.
 
@@ -62,3 +63,6 @@ class Scalar(NamedLinop):
         if inner is None:
             return Scalar(jnp.abs(self.weight) ** 2, self.ioshape)
         return super().normal(inner)
+
+
+# --8<-- [end:scalar]
