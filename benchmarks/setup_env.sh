@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Create the benchmark environment: jaxlinops (editable) plus its peer, torchlinops
-# (PyPI package `torch-named-linops`), on a CPU build of torch.
+# Create the benchmark environment: jaxlinops (editable) plus its peers: torchlinops (PyPI
+# package `torch-named-linops`) on a CPU build of torch, sigpy and finufft.
 #
 # Usage: bash benchmarks/setup_env.sh [VENV_DIR]     (default: .venv-bench, gitignored)
 #
@@ -32,9 +32,11 @@ fi
 # install only those it imports.
 "$pip" install --no-deps torch-named-linops
 "$pip" install einops jaxtyping scipy tqdm pytest
+"$pip" install sigpy finufft matplotlib
 
 "$venv/bin/python" - <<'PY'
-import jax, torch, torchlinops, numpy
+import finufft, jax, numpy, sigpy, torch, torchlinops
 print("jax", jax.__version__, "| torch", torch.__version__, "| numpy", numpy.__version__,
-      "| torchlinops", getattr(torchlinops, "__version__", "?"))
+      "| torchlinops", getattr(torchlinops, "__version__", "?"), "| sigpy", sigpy.__version__,
+      "| finufft", finufft.__version__)
 PY

@@ -115,11 +115,13 @@ py312_core() {
   # The per-operator split and batched checks are left to the main stage (test_split.py,
   # test_batched.py and test_multihost.py exercise them on the newest jax), and so are the
   # accuracy studies of the gridding operators (their operators are in the contract) and
-  # the demo and tour (applications of the same operators and solvers).
+  # the demo, tour and benchmark suite (applications of the same operators and solvers).
+  # The notebooks need the notebooks extra, which this stage does not install.
   local skip="test_batched_matches_the_operator or test_split_matches_a_block_of_the_operator"
   local ignored=(--ignore=tests/test_toeplitz.py --ignore=tests/test_nufft.py
     --ignore=tests/test_interp.py --ignore=tests/test_conv.py
-    --ignore=tests/test_demo.py --ignore=tests/test_tour.py)
+    --ignore=tests/test_demo.py --ignore=tests/test_tour.py
+    --ignore=tests/test_benchmarks.py --ignore=tests/test_notebooks.py)
   run_pytest "$py" -k "not (test_operator_contract and (float32 or complex64)) and not ($skip)" \
     "${ignored[@]}" "$@"
 }

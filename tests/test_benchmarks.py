@@ -1,0 +1,50 @@
+"""The benchmark suite keeps working: `benchmarks/suite.py --quick` runs every case (with
+the peers that are installed), the peers' outputs agree with jaxlinops', and `report.py`
+renders the JSON. Times are recorded, never asserted. One test, so that the suite runs
+once however pytest-xdist distributes the tests."""
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+def test_quick_suite_runs_agrees_with_peers_and_reports(tmp_path):
+    out = tmp_path / "quick.json"
+    command = [sys.executable, str(BENCHMARKS / "suite.py"), "--quick", "--json", str(out)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    record = json.loads(out.read_text())
+    assert "| case | size | jaxlinops ms (IQR) |" in done.stdout
+
+    families = {r["family"] for r in record["results"]}
+    assert {"NUFFT fwd 2D", "NUFFT adj 3D", "Interp fwd 2D", "ArrayToBlocks 3D",
+            "BlocksToArray 3D", "SENSE normal", "Normal Toeplitz", "Normal plain",
+            "CG-SENSE"} <= families  # fmt: skip
+    for r in record["results"]:
+        stats = r["jaxlinops"]
+        assert stats["median_ms"] > 0 and stats["p25_ms"] <= stats["p75_ms"]
+        assert stats["compile_s"] > 0 and stats["memory_bytes"]["output"] > 0
+    assert record["machine"]["peaks"]["copy_GBps"] > 0
+
+    # the peers compute the same thing: NUFFTs to single precision (torchlinops and sigpy
+    # use the same kernel), finufft to its tolerance, the rest to rounding
+    checked = 0
+    for r in record["results"]:
+        for peer in ("torchlinops", "sigpy", "finufft"):
+            if peer in r:
+                bound = 2e-2 if peer == "finufft" else 1e-4
+                assert r[peer]["rel_diff_vs_jaxlinops"] < bound, (r["family"], peer)
+                checked += 1
+    if importlib.util.find_spec("torchlinops") is not None:
+        assert checked >= len(record["results"])
+
+    command = [sys.executable, str(BENCHMARKS / "report.py"), str(out),
+               "--markdown", str(tmp_path / "r.md")]  # fmt: skip
+    if importlib.util.find_spec("matplotlib") is not None:
+        command += ["--plot", str(tmp_path / "r.png")]
+    subprocess.run(command, check=True, timeout=120)
+    assert "GFLOP/s (% FFT peak)" in (tmp_path / "r.md").read_text()
