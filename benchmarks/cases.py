@@ -27,6 +27,7 @@ import math
 from collections.abc import Callable
 from functools import partial
 
+import jax
 import numpy as np
 from harness import Impl, jax_impl, numpy_impl, torch_impl
 
@@ -312,7 +313,24 @@ def noncartesian_sense(rng, peers: Peers, toeplitz: bool, problem: dict):
     return ops
 
 
-def normal_case(toeplitz: bool, problem: dict = DEMO) -> Case:
+def on_devices(op, devices: int):
+    """`op` split by coils over the first `devices` devices (itself for one device), as the
+    demo runs it: on a CPU, one simulated device per core."""
+    if devices == 1:
+        return op
+    spec = jl.BatchSpec({"C": 1}, device_matrix=jax.devices()[:devices])
+    return jl.create_batched_linop(op, spec)
+
+
+def device_variant(family: str, peers: Peers, devices: int) -> tuple[str, Peers]:
+    """The family's name and the peers for a run on `devices` devices (torchlinops only, as
+    the reference, when jaxlinops is split: the others repeat the one-device rows)."""
+    if devices == 1:
+        return family, peers
+    return f"{family}, {devices} devices", dataclasses.replace(peers, sigpy=None, finufft=None)
+
+
+def normal_case(toeplitz: bool, problem: dict = DEMO, devices: int = 1) -> Case:
     n, coils = problem["n"], problem["coils"]
     npts = problem["spokes"] * problem["readouts"]
     if toeplitz:
@@ -325,8 +343,9 @@ def normal_case(toeplitz: bool, problem: dict = DEMO) -> Case:
         traffic = C64 * (2 * n * n + coils * n * n + coils * (2 * npts + 4 * padded))
 
     def build(rng, peers: Peers):
+        peers = device_variant("", peers, devices)[1]
         ops = noncartesian_sense(rng, peers, toeplitz, problem)
-        impls = {"jaxlinops": jax_impl(_apply, ops["jaxlinops"].N)}
+        impls = {"jaxlinops": jax_impl(_apply, on_devices(ops["jaxlinops"], devices).N)}
         if "torchlinops" in ops:
             impls["torchlinops"] = torch_impl(ops["torchlinops"].N, peers.torch_device)
         if "sigpy" in ops:
@@ -335,14 +354,15 @@ def normal_case(toeplitz: bool, problem: dict = DEMO) -> Case:
 
     size = (f"{coils} coils, {n}x{n}, {problem['spokes']}x{problem['readouts']} pts, "
             f"os {problem['oversamp']:g} w {problem['width']:g}")  # fmt: skip
-    return Case(f"Normal {'Toeplitz' if toeplitz else 'plain'}", size, flops, traffic, build)
+    family = device_variant(f"Normal {'Toeplitz' if toeplitz else 'plain'}", Peers(), devices)[0]
+    return Case(family, size, flops, traffic, build)
 
 
 def _jax_cg_sense(A, y, iters: int):
     return jl.alg.conjugate_gradients(A.N, A.H(y), max_num_iters=iters, gtol=0.0).x
 
 
-def cg_sense_case(problem: dict = DEMO) -> Case:
+def cg_sense_case(problem: dict = DEMO, devices: int = 1) -> Case:
     n, coils, iters = problem["n"], problem["coils"], problem["iters"]
     npts = problem["spokes"] * problem["readouts"]
     normal = normal_case(True, problem)
@@ -350,8 +370,10 @@ def cg_sense_case(problem: dict = DEMO) -> Case:
     traffic = iters * (normal.bytes + C64 * 10 * n * n) + C64 * coils * npts
 
     def build(rng, peers: Peers):
+        peers = device_variant("", peers, devices)[1]
         ops = noncartesian_sense(rng, peers, True, problem)
-        impls = {"jaxlinops": jax_impl(partial(_jax_cg_sense, iters=iters), ops["jaxlinops"])}
+        A = on_devices(ops["jaxlinops"], devices)
+        impls = {"jaxlinops": jax_impl(partial(_jax_cg_sense, iters=iters), A)}
         if "torchlinops" in ops:
             T, cg = ops["torchlinops"], peers.torchlinops.alg.conjugate_gradients
             quiet = {"disable": True}
@@ -375,12 +397,13 @@ def cg_sense_case(problem: dict = DEMO) -> Case:
         return impls, (coils, problem["spokes"], problem["readouts"]), None
 
     size = f"{coils} coils, {n}x{n}, {problem['spokes']}x{problem['readouts']} pts, {iters} it"
-    return Case("CG-SENSE", size, flops, traffic, build)
+    return Case(device_variant("CG-SENSE", Peers(), devices)[0], size, flops, traffic, build)
 
 
 # --------------------------------------------------------------------------- the suite
-def all_cases(quick: bool, finufft_eps: float) -> list[Case]:
-    """Every case in report order; `quick` keeps the smallest size of each family."""
+def all_cases(quick: bool, finufft_eps: float, devices: int = 1) -> list[Case]:
+    """Every case in report order; `quick` keeps the smallest size of each family. With
+    several `devices`, the Toeplitz normal and CG-SENSE run again split over them."""
     keep = slice(0, 1) if quick else slice(None)
     cases = []
     for nd in (2, 3):
@@ -396,4 +419,6 @@ def all_cases(quick: bool, finufft_eps: float) -> list[Case]:
     small = {**DEMO, "n": 32, "spokes": 8, "readouts": 64, "iters": 3}
     problem = small if quick else DEMO
     cases += [normal_case(True, problem), normal_case(False, problem), cg_sense_case(problem)]
+    if devices > 1:
+        cases += [normal_case(True, problem, devices), cg_sense_case(problem, devices)]
     return cases

@@ -97,6 +97,9 @@ def run_case(case: Case, peers: Peers, budget: Budget, seed: int) -> dict:
 
 
 def main(argv=None) -> int:
+    # one simulated CPU device per core (before JAX starts), for the rows that split the
+    # Toeplitz normal and CG-SENSE by coils over the devices
+    jax.config.update("jax_num_cpu_devices", os.cpu_count() or 1)
     args = parse_args(argv)
     budget = QUICK if args.quick else Budget(cap_s=args.cap_s)
     gpu = jax.default_backend() != "cpu"
@@ -107,7 +110,9 @@ def main(argv=None) -> int:
     if missing:
         print(f"peers not used here: {', '.join(missing)}", file=sys.stderr)
     pattern = re.compile(args.cases, re.IGNORECASE)
-    cases = [c for c in all_cases(args.quick, args.finufft_eps) if pattern.search(c.label)]
+    devices = len(jax.devices())
+    cases = all_cases(args.quick, args.finufft_eps, devices)
+    cases = [c for c in cases if pattern.search(c.label)]
     machine = machine_info()
     if peers.torch is not None:
         machine["torch_device"] = str(peers.torch_device)
