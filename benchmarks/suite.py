@@ -34,7 +34,15 @@ import jax  # noqa: E402
 import numpy as np  # noqa: E402
 import report  # noqa: E402
 from cases import Case, Peers, all_cases  # noqa: E402
-from harness import QUICK, Budget, machine_info, measure_peaks, rel_l2, time_impl  # noqa: E402
+from harness import (  # noqa: E402
+    QUICK,
+    Budget,
+    machine_info,
+    measure_peaks,
+    random_input,
+    rel_l2,
+    time_impl,
+)
 
 PEERS = ("torchlinops", "finufft", "sigpy")
 
@@ -67,8 +75,7 @@ def run_case(case: Case, peers: Peers, budget: Budget, seed: int) -> dict:
     """Build every library's implementation, check the outputs on one input, time each."""
     rng = np.random.default_rng(seed)
     impls, shape, exact = case.build(rng, peers)
-    x0 = np.asarray(rng.standard_normal((*shape, 2), dtype=np.float32)).view(np.complex64)
-    x0 = x0.reshape(shape)
+    x0 = random_input(rng, shape)
     truth = None if exact is None else exact(x0)
     out = {"family": case.family, "size": case.size, "flops": case.flops, "bytes": case.bytes}
     reference = None
