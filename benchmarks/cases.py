@@ -322,12 +322,15 @@ def on_devices(op, devices: int):
     return jl.create_batched_linop(op, spec)
 
 
-def device_variant(family: str, peers: Peers, devices: int) -> tuple[str, Peers]:
-    """The family's name and the peers for a run on `devices` devices (torchlinops only, as
-    the reference, when jaxlinops is split: the others repeat the one-device rows)."""
-    if devices == 1:
-        return family, peers
-    return f"{family}, {devices} devices", dataclasses.replace(peers, sigpy=None, finufft=None)
+def variant(family: str, devices: int) -> str:
+    """The family's name for a run split over `devices` devices."""
+    return family if devices == 1 else f"{family}, {devices} devices"
+
+
+def variant_peers(peers: Peers, devices: int) -> Peers:
+    """The peers of a split run: torchlinops only, as the reference (the others would
+    repeat the one-device rows)."""
+    return peers if devices == 1 else dataclasses.replace(peers, sigpy=None, finufft=None)
 
 
 def normal_case(toeplitz: bool, problem: dict = DEMO, devices: int = 1) -> Case:
@@ -343,7 +346,7 @@ def normal_case(toeplitz: bool, problem: dict = DEMO, devices: int = 1) -> Case:
         traffic = C64 * (2 * n * n + coils * n * n + coils * (2 * npts + 4 * padded))
 
     def build(rng, peers: Peers):
-        peers = device_variant("", peers, devices)[1]
+        peers = variant_peers(peers, devices)
         ops = noncartesian_sense(rng, peers, toeplitz, problem)
         impls = {"jaxlinops": jax_impl(_apply, on_devices(ops["jaxlinops"], devices).N)}
         if "torchlinops" in ops:
@@ -354,7 +357,7 @@ def normal_case(toeplitz: bool, problem: dict = DEMO, devices: int = 1) -> Case:
 
     size = (f"{coils} coils, {n}x{n}, {problem['spokes']}x{problem['readouts']} pts, "
             f"os {problem['oversamp']:g} w {problem['width']:g}")  # fmt: skip
-    family = device_variant(f"Normal {'Toeplitz' if toeplitz else 'plain'}", Peers(), devices)[0]
+    family = variant(f"Normal {'Toeplitz' if toeplitz else 'plain'}", devices)
     return Case(family, size, flops, traffic, build)
 
 
@@ -370,7 +373,7 @@ def cg_sense_case(problem: dict = DEMO, devices: int = 1) -> Case:
     traffic = iters * (normal.bytes + C64 * 10 * n * n) + C64 * coils * npts
 
     def build(rng, peers: Peers):
-        peers = device_variant("", peers, devices)[1]
+        peers = variant_peers(peers, devices)
         ops = noncartesian_sense(rng, peers, True, problem)
         A = on_devices(ops["jaxlinops"], devices)
         impls = {"jaxlinops": jax_impl(partial(_jax_cg_sense, iters=iters), A)}
@@ -397,7 +400,7 @@ def cg_sense_case(problem: dict = DEMO, devices: int = 1) -> Case:
         return impls, (coils, problem["spokes"], problem["readouts"]), None
 
     size = f"{coils} coils, {n}x{n}, {problem['spokes']}x{problem['readouts']} pts, {iters} it"
-    return Case(device_variant("CG-SENSE", Peers(), devices)[0], size, flops, traffic, build)
+    return Case(variant("CG-SENSE", devices), size, flops, traffic, build)
 
 
 # --------------------------------------------------------------------------- the suite
