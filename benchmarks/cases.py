@@ -32,6 +32,7 @@ import numpy as np
 from harness import Impl, jax_impl, numpy_impl, torch_impl
 
 import jaxlinops as jl
+from jaxlinops.demo import radial_trajectory, ramp_dcf
 
 C64 = 8  # bytes per complex64
 OVERSAMP, WIDTH = 1.25, 4.0
@@ -272,21 +273,11 @@ def cartesian_sense_case(coils: int, n: int, normal: bool) -> Case:
                 traffic, build)  # fmt: skip
 
 
-def radial(n: int, spokes: int, readouts: int) -> np.ndarray:
-    """Golden-angle radial points `(spokes, readouts, 2)` in cycles per FOV (the demo's)."""
-    angles = np.arange(spokes) * np.pi * (np.sqrt(5) - 1) / 2
-    radius = (np.arange(readouts) - readouts / 2) * n / readouts
-    direction = np.stack([np.cos(angles), np.sin(angles)], axis=-1)
-    return (radius[None, :, None] * direction[:, None, :]).astype(np.float32)
-
-
 def noncartesian_sense(rng, peers: Peers, toeplitz: bool, problem: dict):
     """The demo's $A = \\sqrt{w}\\,\\mathrm{NUFFT}\\,S$ in each library, and its arrays."""
     n, coils = problem["n"], problem["coils"]
-    locs = radial(n, problem["spokes"], problem["readouts"])
-    radius = np.linalg.norm(locs, axis=-1)
-    dcf = np.maximum(radius, np.min(radius[radius > 0]))
-    weight = np.sqrt(dcf / dcf.mean()).astype(np.float32)
+    locs = radial_trajectory(n, problem["spokes"], problem["readouts"])
+    weight = np.sqrt(ramp_dcf(locs))
     maps = sense_maps(rng, coils, n)
     nufft = dict(oversamp=problem["oversamp"], width=problem["width"])
     ops = {

@@ -35,8 +35,10 @@ except ImportError:  # run from a checkout without installing it
     import jaxlinops as jl
 
 import numpy as np  # noqa: E402
-from cases import radial, sense_maps  # noqa: E402
+from cases import sense_maps  # noqa: E402
 from harness import machine_info  # noqa: E402
+
+from jaxlinops.demo import radial_trajectory  # noqa: E402
 
 MiB = 2**20
 COLLECTIVE = re.compile(
@@ -95,7 +97,7 @@ def main(argv=None) -> int:
 
     rng = np.random.default_rng(0)
     n, coils = args.n, args.coils
-    locs = radial(n, 64, 2 * n)
+    locs = radial_trajectory(n, 64, 2 * n)
     A = jl.NUFFT(locs, (n, n), "S R", batch_shape="C", oversamp=2.0, width=6.0, toeplitz=True)
     A = A @ jl.Dense(sense_maps(rng, coils, n), "C Nx Ny", "Nx Ny", "C Nx Ny")
     image = np.asarray(rng.standard_normal((n, n)), np.complex64)
