@@ -35,10 +35,19 @@ def dft_matrix(n, norm, centered):
 
 @norms
 @pytest.mark.parametrize("centered", [False, True])
-def test_forward_matches_numpy(norm, centered):
-    x = crand(np.random.default_rng(0), (2, 3, 5))
+@pytest.mark.parametrize("shape", [(2, 3, 5), (2, 4, 6), (5, 8, 7)])
+def test_forward_and_adjoint_match_numpy(norm, centered, shape):
+    """Odd and even axes: the centered transform puts the origin at `n // 2` of both."""
+    rng = np.random.default_rng(0)
+    x, y = crand(rng, shape), crand(rng, shape)
     A = jl.FFT(2, norm=norm, centered=centered)
     assert_close(A(jnp.asarray(x)), numpy_fft(x, 2, norm, centered), jnp.complex128)
+    inverse = np.fft.ifftshift(y, (-2, -1)) if centered else y
+    n = np.prod(shape[-2:])
+    inverse = np.fft.ifftn(inverse, axes=(-2, -1), norm="forward")  # the conjugate sum
+    inverse = np.fft.fftshift(inverse, (-2, -1)) if centered else inverse
+    scale = {"ortho": n**-0.5, "backward": 1.0, "forward": 1.0 / n}[norm]
+    assert_close(A.H(jnp.asarray(y)), inverse * scale, jnp.complex128)
 
 
 @norms

@@ -12,6 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._arrays import as_array, has_nonfinite, promote, right_align
+from ._fft import centered_fftn
 from ._gridding import point_order
 from ._index import index, index_adjoint
 from ._interp import grid_points, ungrid
@@ -105,7 +106,7 @@ def forward(x: jax.Array, plan: NUFFTPlan) -> jax.Array:
     if plan.mode == "interpolate":
         x, apodize = promote(x, right_align(plan.apodize, x.ndim))
         x = x * apodize
-    k = _centered_fft(center_pad(x, plan.grid_size, plan.padded_size), jnp.fft.fftn, ndim)
+    k = centered_fftn(center_pad(x, plan.grid_size, plan.padded_size), ndim)
     if plan.mode == "sampling":
         return index(k, tuple(jnp.moveaxis(plan.locs, -1, 0)))
     return ungrid(k, plan.locs, *_kernel(plan), plan.order) / plan.scale
@@ -119,7 +120,7 @@ def adjoint(y: jax.Array, plan: NUFFTPlan) -> jax.Array:
         k = index_adjoint(y, tuple(jnp.moveaxis(plan.locs, -1, 0)), plan.padded_size)
     else:
         k = grid_points(y / plan.scale, plan.locs, plan.padded_size, *_kernel(plan), plan.order)
-    x = center_crop(_centered_fft(k, jnp.fft.ifftn, ndim), plan.padded_size, plan.grid_size)
+    x = center_crop(centered_fftn(k, ndim, inverse=True), plan.padded_size, plan.grid_size)
     if plan.mode == "sampling":
         return x
     x, apodize = promote(x, right_align(plan.apodize, x.ndim))
@@ -205,12 +206,6 @@ def _apodize_weights(name, weights, grid, padded, width, beta, dtype) -> jax.Arr
     if has_nonfinite(weights):
         raise ValueError(f"`{name}`: apodize_weights contain NaN or Inf values.")
     return weights
-
-
-def _centered_fft(x: jax.Array, fn, ndim: int) -> jax.Array:
-    """Orthonormal `fn` (`fftn` or `ifftn`) over the last `ndim` axes, origin at `N // 2`."""
-    axes = tuple(range(-ndim, 0))
-    return jnp.fft.fftshift(fn(jnp.fft.ifftshift(x, axes), axes=axes, norm="ortho"), axes)
 
 
 def _kernel(plan: NUFFTPlan) -> tuple:

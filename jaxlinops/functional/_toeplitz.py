@@ -16,8 +16,9 @@ import math
 import jax
 import jax.numpy as jnp
 
+from ._fft import centered_fftn
 from ._index import index_adjoint
-from ._nufft import NUFFTPlan, _centered_fft, adjoint, make_plan
+from ._nufft import NUFFTPlan, adjoint, make_plan
 
 
 def embedded_size(plan: NUFFTPlan, oversamp: float) -> tuple[int, ...]:
@@ -60,4 +61,4 @@ def toeplitz_kernel(weights: jax.Array, plan: NUFFTPlan, oversamp: float) -> jax
     locs = (plan.locs - npad // 2) * ratio  # padded-grid units -> cycles per embedded FOV
     embedded = make_plan("NUFFT.normal", locs, size, plan.oversamp, plan.width, "interpolate", None)
     h = adjoint(weights, embedded)
-    return _centered_fft(h, jnp.fft.fftn, ndim) * (math.prod(size) / math.prod(plan.grid_size))
+    return centered_fftn(h, ndim) * (math.prod(size) / math.prod(plan.grid_size))

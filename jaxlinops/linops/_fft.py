@@ -11,6 +11,7 @@ import jax.numpy as jnp
 from .._dims import ELLIPSIS, Dims, DimsLike, as_dims, fmt
 from .._linop import NamedLinop, dims_field, identity_normal, normal_oshape
 from .._split import split_arrays
+from ..functional._fft import centered_fftn
 from ._pad import GRID_DIMS
 
 KSPACE_DIMS = ("Kx", "Ky", "Kz")
@@ -88,21 +89,20 @@ class FFT(NamedLinop):
     def oshape(self) -> Dims:
         return self.batch_shape + self.dual_shape
 
-    def _transform(self, x: jax.Array, fn, norm: str) -> jax.Array:
-        axes = tuple(range(-self.ndim, 0))
+    def _transform(self, x: jax.Array, inverse: bool, norm: str) -> jax.Array:
         if self.centered:
-            x = jnp.fft.ifftshift(x, axes)
-        x = fn(x, axes=axes, norm=norm)
-        return jnp.fft.fftshift(x, axes) if self.centered else x
+            return centered_fftn(x, self.ndim, inverse, norm)
+        fn = jnp.fft.ifftn if inverse else jnp.fft.fftn
+        return fn(x, axes=tuple(range(-self.ndim, 0)), norm=norm)
 
     def split(self, tile) -> NamedLinop:
         return split_arrays(self, tile, batch=self.batch_shape)
 
     def apply(self, x: jax.Array) -> jax.Array:
-        return self._transform(x, jnp.fft.fftn, self.norm)
+        return self._transform(x, False, self.norm)
 
     def apply_adjoint(self, y: jax.Array) -> jax.Array:
-        return self._transform(y, jnp.fft.ifftn, _ADJOINT_NORM[self.norm])
+        return self._transform(y, True, _ADJOINT_NORM[self.norm])
 
     def normal(self, inner: NamedLinop | None = None) -> NamedLinop:
         if inner is not None:
