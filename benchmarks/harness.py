@@ -62,8 +62,9 @@ class Impl:
     - `compile(a)`: for jax, lower and compile for the numpy input `a` ahead of time and
       return XLA's memory figures (bytes); None for eager libraries, whose first call is
       timed instead.
-    - `peak_bytes()`: the library's own peak-memory counter after the runs (torch on CUDA),
-      or None.
+    - `peak_bytes()`: the library's own peak-memory counter since the previous call, or
+      None (torch on CUDA: `max_memory_allocated`, which the call then resets; the
+      operator's tensors count, as XLA's arguments do).
     """
 
     call: Callable
@@ -115,7 +116,11 @@ def torch_impl(fn: Callable, device) -> Impl:
         return x
 
     def peak():
-        return torch.cuda.max_memory_allocated(device) if cuda else None
+        if not cuda:
+            return None
+        peak = torch.cuda.max_memory_allocated(device)
+        torch.cuda.reset_peak_memory_stats(device)
+        return peak
 
     return Impl(call, fresh, lambda y: y.detach().cpu().numpy(), peak_bytes=peak)
 

@@ -54,7 +54,7 @@ def times_table(results: list[dict], peers: list[str]) -> list[str]:
 
 def limits_table(results: list[dict], peaks: dict, peers: list[str]) -> list[str]:
     head = ["case", "size", "GFLOP/s (% FFT peak)", "GB/s (% copy peak)", "compile s",
-            "XLA MiB", "rel. error vs exact", "peers' rel. diff"]  # fmt: skip
+            "MiB (XLA; peers' peak)", "rel. error vs exact", "peers' rel. diff"]  # fmt: skip
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in results:
         jl = r["jaxlinops"]
@@ -70,9 +70,12 @@ def limits_table(results: list[dict], peaks: dict, peers: list[str]) -> list[str
             if lib in r and "rel_error_vs_exact" in r[lib]
         ]
         diffs = [f"{p[:2]} {r[p]['rel_diff_vs_jaxlinops']:.1e}" for p in peers if p in r]
+        peaks_mib = [f"{p[:2]} {r[p]['peak_bytes'] / 2**20:.1f}" for p in peers
+                     if "peak_bytes" in r.get(p, {})]  # fmt: skip
         cells = [r["family"], r["size"], gflops,
                  f"{bandwidth:.3g} ({100 * bandwidth / peaks['copy_GBps']:.0f}%)",
-                 f"{jl.get('compile_s', float('nan')):.2f}", f"{memory:.1f}",
+                 f"{jl.get('compile_s', float('nan')):.2f}",
+                 f"{memory:.1f}" + "".join(f", {m}" for m in peaks_mib),
                  ", ".join(errors) or "—", ", ".join(diffs) or "—"]  # fmt: skip
         lines.append("| " + " | ".join(cells) + " |")
     return lines
@@ -103,7 +106,8 @@ def markdown(record: dict) -> str:
         *times_table(results, peers),
         "",
         "jaxlinops against the machine's limits (lower-bound models of flops and bytes, see "
-        "`cases.py`), compile time, XLA's memory (arguments + output + temporaries), and "
+        "`cases.py`), compile time, memory (XLA's arguments + output + temporaries; a "
+        "peer's own peak counter where it has one: torch on CUDA), and "
         "accuracy: error against an exact evaluation (finufft in double precision, NUFFT "
         "only) and each peer's difference from jaxlinops on one input (jl = jaxlinops, "
         "to = torchlinops, fi = finufft, si = sigpy).",

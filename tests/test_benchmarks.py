@@ -1,13 +1,15 @@
-"""The benchmark suite keeps working: `benchmarks/suite.py --quick` runs every case (with
+"""The benchmark scripts keep working: `benchmarks/suite.py --quick` runs every case (with
 the peers that are installed), the peers' outputs agree with jaxlinops', and `report.py`
-renders the JSON. Times are recorded, never asserted. One test, so that the suite runs
-once however pytest-xdist distributes the tests."""
+renders the JSON (one test, so that the suite runs once however pytest-xdist distributes
+the tests); `bench_interop.py --quick` runs. Times are recorded, never asserted."""
 
 import importlib.util
 import json
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 
@@ -48,3 +50,11 @@ def test_quick_suite_runs_agrees_with_peers_and_reports(tmp_path):
         command += ["--plot", str(tmp_path / "r.png")]
     subprocess.run(command, check=True, timeout=120)
     assert "GFLOP/s (% FFT peak)" in (tmp_path / "r.md").read_text()
+
+
+def test_interop_overhead_script_runs():
+    pytest.importorskip("torch")
+    command = [sys.executable, str(BENCHMARKS / "bench_interop.py"), "--quick"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "| 8 x 32² |" in done.stdout

@@ -51,7 +51,9 @@ def test_gradcheck_input_and_arrays(dtype):
     # operator arrays: the module's parameters as explicit inputs of its autograd function
     spec = M.spec
     inputs = tuple(p.detach().clone().requires_grad_(True) for p in M.parameters())
-    assert torch.autograd.gradcheck(lambda *ps: interop._linop._Apply.apply(spec, x, *ps), inputs)
+    assert torch.autograd.gradcheck(
+        lambda *ps: interop._linop._Apply.apply(spec, True, x, *ps), inputs
+    )
     # with frozen parameters the input gradient (A^H g) is itself differentiable
     for p in M.parameters():
         p.requires_grad_(False)
