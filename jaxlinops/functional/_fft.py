@@ -2,9 +2,9 @@ r"""The centered DFT, with the origin at sample $c = \lfloor M/2 \rfloor$ of eac
 
 `fftshift(fftn(ifftshift(x)))` moves every sample twice, and XLA writes each shift out as
 two slices and a concatenation: copies of the whole array around every transform, which on
-a CPU cost about as much as the transform of a few coils. The same transform is a plain one between two
-phase ramps, which fuse with the elementwise work around it (padding, apodization, a
-kernel): per axis of $M$ points,
+a CPU cost about as much as the transform of a few coils. The same transform is a plain
+one between two phase ramps, which fuse with the elementwise work around it (padding,
+apodization, a kernel): per axis of $M$ points,
 $$y_k = \sum_j x_j\, e^{-2\pi i (k - c)(j - c)/M}
 = e^{2\pi i c (k - c)/M} \sum_j \big(x_j\, e^{2\pi i c j/M}\big)\, e^{-2\pi i k j/M},$$
 and the inverse is the conjugate ramps around `ifftn`.
