@@ -18,36 +18,14 @@ overhead (`torch_linop` minus `jax`) and torchlinops' time over `torch_linop`'s.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 
 import jax
 import numpy as np
 import torch
-from cases import sense_maps
+from cases import Peers, cartesian_sense
 from harness import QUICK, Budget, Impl, jax_impl, time_impl, torch_impl
 
 import interop
-import jaxlinops as jl
-
-
-def operators(rng, coils: int, n: int):
-    maps, mask = sense_maps(rng, coils, n), (rng.random((n, n)) < 0.3).astype(np.float32)
-    A = (
-        jl.Diagonal(mask, "C Kx Ky")
-        @ jl.FFT(2, batch_shape="C", centered=True)
-        @ jl.Dense(maps, "C Nx Ny", "Nx Ny", "C Nx Ny")
-    )
-    T = None
-    if importlib.util.find_spec("torchlinops") is not None:
-        import torchlinops as tl
-
-        T = (
-            tl.Diagonal(torch.from_numpy(mask), ioshape=("C", "Kx", "Ky"))
-            @ tl.FFT(2, batch_shape=("C",), centered=True)
-            @ tl.Dense(torch.from_numpy(maps), ("C", "Nx", "Ny"), ishape=("Nx", "Ny"),
-                       oshape=("C", "Nx", "Ny"))
-        )  # fmt: skip
-    return A, T
 
 
 def recording(module) -> Impl:
@@ -65,17 +43,18 @@ def main(argv=None) -> int:
     print("| size | jax ms | torch_linop ms | overhead ms | autograd ms | torchlinops ms "
           "| × torchlinops |")  # fmt: skip
     print("|---|---|---|---|---|---|---|")
+    peers = Peers.load({"torchlinops"}, gpu=False)
     for n in (32,) if args.quick else (32, 64, 128, 256):
         rng = np.random.default_rng(n)
-        A, T = operators(rng, 8, n)
-        module = interop.torch_linop(A)
+        ops = cartesian_sense(rng, peers, 8, n)
+        module = interop.torch_linop(ops["jaxlinops"])
         impls = {
-            "jax": jax_impl(lambda op, x: op(x), A),
+            "jax": jax_impl(lambda op, x: op(x), ops["jaxlinops"]),
             "torch_linop": torch_impl(module, torch.device("cpu")),
             "autograd": recording(module),
         }
-        if T is not None:
-            impls["torchlinops"] = torch_impl(T, torch.device("cpu"))
+        if "torchlinops" in ops:
+            impls["torchlinops"] = torch_impl(ops["torchlinops"], peers.torch_device)
         ms = {k: time_impl(v, rng, (n, n), np.complex64, budget)["median_ms"]
               for k, v in impls.items()}  # fmt: skip
         peer = ms.get("torchlinops")

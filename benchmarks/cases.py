@@ -236,6 +236,34 @@ def sense_maps(rng, coils: int, n: int) -> np.ndarray:
     return (maps / np.sqrt(np.sum(np.abs(maps) ** 2, axis=0))).astype(np.complex64)
 
 
+def cartesian_sense(rng, peers: Peers, coils: int, n: int) -> dict:
+    """$A = M F S$ (mask, centered FFT per coil, coil maps) in each library, from the same
+    arrays."""
+    maps = sense_maps(rng, coils, n)
+    mask = (rng.random((n, n)) < 0.3).astype(np.float32)
+    ops = {
+        "jaxlinops": jl.Diagonal(mask, "C Kx Ky")
+        @ jl.FFT(2, batch_shape="C", centered=True)
+        @ jl.Dense(maps, "C Nx Ny", "Nx Ny", "C Nx Ny")
+    }
+    if peers.torchlinops is not None:
+        tl = peers.torchlinops
+        ops["torchlinops"] = (
+            tl.Diagonal(peers.tensor(mask), ioshape=("C", "Kx", "Ky"))
+            @ tl.FFT(2, batch_shape=("C",), centered=True)
+            @ tl.Dense(peers.tensor(maps), ("C", "Nx", "Ny"), ishape=("Nx", "Ny"),
+                       oshape=("C", "Nx", "Ny"))
+        ).to(peers.torch_device)  # fmt: skip
+    if peers.sigpy is not None:
+        sp = peers.sigpy
+        ops["sigpy"] = (
+            sp.linop.Multiply((coils, n, n), mask)
+            * sp.linop.FFT((coils, n, n), axes=(-2, -1))
+            * sp.linop.Multiply((n, n), maps)
+        )
+    return ops
+
+
 def cartesian_sense_case(coils: int, n: int, normal: bool) -> Case:
     points = coils * n * n
     passes = 2 if normal else 1
@@ -243,30 +271,12 @@ def cartesian_sense_case(coils: int, n: int, normal: bool) -> Case:
     traffic = C64 * (n * n + points + passes * 2 * points) + 4 * n * n
 
     def build(rng, peers: Peers):
-        maps = sense_maps(rng, coils, n)
-        mask = (rng.random((n, n)) < 0.3).astype(np.float32)
-        A = (
-            jl.Diagonal(mask, "C Kx Ky")
-            @ jl.FFT(2, batch_shape="C", centered=True)
-            @ jl.Dense(maps, "C Nx Ny", "Nx Ny", "C Nx Ny")
-        )
-        impls = {"jaxlinops": jax_impl(_apply, A.N if normal else A)}
-        if peers.torchlinops is not None:
-            tl = peers.torchlinops
-            T = (
-                tl.Diagonal(peers.tensor(mask), ioshape=("C", "Kx", "Ky"))
-                @ tl.FFT(2, batch_shape=("C",), centered=True)
-                @ tl.Dense(peers.tensor(maps), ("C", "Nx", "Ny"), ishape=("Nx", "Ny"),
-                           oshape=("C", "Nx", "Ny"))
-            ).to(peers.torch_device)  # fmt: skip
-            impls["torchlinops"] = torch_impl(T.N if normal else T, peers.torch_device)
-        if peers.sigpy is not None:
-            sp = peers.sigpy
-            S = sp.linop.Multiply((n, n), maps)
-            F = sp.linop.FFT((coils, n, n), axes=(-2, -1))
-            M = sp.linop.Multiply((coils, n, n), mask)
-            S_ = M * F * S
-            impls["sigpy"] = numpy_impl(S_.N if normal else S_)
+        ops = {k: op.N if normal else op for k, op in cartesian_sense(rng, peers, coils, n).items()}
+        impls = {"jaxlinops": jax_impl(_apply, ops["jaxlinops"])}
+        if "torchlinops" in ops:
+            impls["torchlinops"] = torch_impl(ops["torchlinops"], peers.torch_device)
+        if "sigpy" in ops:
+            impls["sigpy"] = numpy_impl(ops["sigpy"])
         return impls, (n, n), None
 
     return Case(f"SENSE {'normal' if normal else 'fwd'}", f"{coils} coils, {n}x{n}", flops,
