@@ -236,30 +236,43 @@ def sense_maps(rng, coils: int, n: int) -> np.ndarray:
     return (maps / np.sqrt(np.sum(np.abs(maps) ** 2, axis=0))).astype(np.complex64)
 
 
+def coil_maps(rng, peers: Peers, coils: int, n: int) -> dict:
+    """The coil sensitivities $S$ (`sense_maps`, `(Nx, Ny) -> (C, Nx, Ny)`) as an operator in
+    each library: the last factor of both SENSE operators."""
+    maps = sense_maps(rng, coils, n)
+    ops = {"jaxlinops": jl.Dense(maps, "C Nx Ny", "Nx Ny", "C Nx Ny")}
+    if peers.torchlinops is not None:
+        ops["torchlinops"] = peers.torchlinops.Dense(
+            peers.tensor(maps), ("C", "Nx", "Ny"), ishape=("Nx", "Ny"), oshape=("C", "Nx", "Ny")
+        )
+    if peers.sigpy is not None:
+        ops["sigpy"] = peers.sigpy.linop.Multiply((n, n), maps)
+    return ops
+
+
 def cartesian_sense(rng, peers: Peers, coils: int, n: int) -> dict:
     """$A = M F S$ (mask, centered FFT per coil, coil maps) in each library, from the same
     arrays."""
-    maps = sense_maps(rng, coils, n)
+    S = coil_maps(rng, peers, coils, n)
     mask = (rng.random((n, n)) < 0.3).astype(np.float32)
     ops = {
         "jaxlinops": jl.Diagonal(mask, "C Kx Ky")
         @ jl.FFT(2, batch_shape="C", centered=True)
-        @ jl.Dense(maps, "C Nx Ny", "Nx Ny", "C Nx Ny")
+        @ S["jaxlinops"]
     }
     if peers.torchlinops is not None:
         tl = peers.torchlinops
         ops["torchlinops"] = (
             tl.Diagonal(peers.tensor(mask), ioshape=("C", "Kx", "Ky"))
             @ tl.FFT(2, batch_shape=("C",), centered=True)
-            @ tl.Dense(peers.tensor(maps), ("C", "Nx", "Ny"), ishape=("Nx", "Ny"),
-                       oshape=("C", "Nx", "Ny"))
-        ).to(peers.torch_device)  # fmt: skip
+            @ S["torchlinops"]
+        ).to(peers.torch_device)
     if peers.sigpy is not None:
         sp = peers.sigpy
         ops["sigpy"] = (
             sp.linop.Multiply((coils, n, n), mask)
             * sp.linop.FFT((coils, n, n), axes=(-2, -1))
-            * sp.linop.Multiply((n, n), maps)
+            * S["sigpy"]
         )
     return ops
 
@@ -288,12 +301,12 @@ def noncartesian_sense(rng, peers: Peers, toeplitz: bool, problem: dict):
     n, coils = problem["n"], problem["coils"]
     locs = radial_trajectory(n, problem["spokes"], problem["readouts"])
     weight = np.sqrt(ramp_dcf(locs))
-    maps = sense_maps(rng, coils, n)
+    S = coil_maps(rng, peers, coils, n)
     nufft = dict(oversamp=problem["oversamp"], width=problem["width"])
     ops = {
         "jaxlinops": jl.Diagonal(weight[None], "C S R", broadcast_dims="C")
         @ jl.NUFFT(locs, (n, n), "S R", batch_shape="C", toeplitz=toeplitz, **nufft)
-        @ jl.Dense(maps, "C Nx Ny", "Nx Ny", "C Nx Ny")
+        @ S["jaxlinops"]
     }
     if peers.torchlinops is not None:
         tl = peers.torchlinops
@@ -301,15 +314,14 @@ def noncartesian_sense(rng, peers: Peers, toeplitz: bool, problem: dict):
             tl.Diagonal(peers.tensor(weight), ioshape=("C", "S", "R"))
             @ tl.NUFFT(peers.tensor(locs), (n, n), ("S", "R"), batch_shape=("C",),
                        toeplitz=toeplitz, **nufft)
-            @ tl.Dense(peers.tensor(maps), ("C", "Nx", "Ny"), ishape=("Nx", "Ny"),
-                       oshape=("C", "Nx", "Ny"))
+            @ S["torchlinops"]
         ).to(peers.torch_device)  # fmt: skip
     if peers.sigpy is not None:
         sp = peers.sigpy
         ops["sigpy"] = (
             sp.linop.Multiply((coils, *weight.shape), weight)
             * sp.linop.NUFFT((coils, n, n), locs, toeplitz=toeplitz, **nufft)
-            * sp.linop.Multiply((n, n), maps)
+            * S["sigpy"]
         )
     return ops
 
