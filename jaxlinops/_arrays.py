@@ -101,3 +101,37 @@ def batch_shape_of(shape: Dims, x_shape: tuple[int, ...]) -> tuple[int, ...]:
         return ()
     i = shape.index(ELLIPSIS)
     return tuple(x_shape[i : len(x_shape) - (len(shape) - i - 1)])
+
+
+def as_sizes(values, what: str, minimum: int = 0) -> tuple[int, ...]:
+    """Convert a sequence of sizes to Python ints, refusing what would be truncated.
+
+    Accepts Python and numpy integers and integral floats (`8.0`); refuses `8.7`, a
+    traced value, a bool or a non-number with a ValueError (TypeError for a wrong type)
+    that names `what` (e.g. "`Pad(im_size=...)`") and the value received. Every size must
+    be at least `minimum`.
+    """
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
+        raise TypeError(f"{what} expects a sequence of integer sizes; got {values!r}.")
+    return tuple(as_size(v, what, minimum) for v in values)
+
+
+def as_size(value, what: str, minimum: int = 0) -> int:
+    """One size as a Python int; see `as_sizes`."""
+    if isinstance(value, jax.core.Tracer):
+        raise TypeError(
+            f"{what} needs concrete sizes known at trace time; got a traced value. Pass a "
+            f"Python or numpy integer (sizes are static: they fix array shapes)."
+        )
+    if isinstance(value, (bool, np.bool_)) or not isinstance(
+        value, (int, float, np.integer, np.floating, np.ndarray, jax.Array)
+    ):
+        raise TypeError(f"{what} expects integer sizes; got {value!r} ({type(value).__name__}).")
+    if np.ndim(value) != 0:
+        raise TypeError(f"{what} expects integer sizes; got an array of shape {np.shape(value)}.")
+    number = value.item() if hasattr(value, "item") else value
+    if isinstance(number, float) and not number.is_integer():
+        raise ValueError(f"{what} expects integer sizes; got {value!r}, which is not integral.")
+    if isinstance(number, complex) or int(number) < minimum:
+        raise ValueError(f"{what} expects sizes of at least {minimum}; got {value!r}.")
+    return int(number)
