@@ -7,13 +7,18 @@ JAX program per shape and dtype. The input is moved to the device of the operato
 arrays (replicated over the mesh of a batched operator) and the output comes back from
 there; gradients return to the devices of the input and the parameters.
 
-Gradients follow PyTorch's convention. For $y = A x$ and an output gradient $g$:
+Gradients follow PyTorch's convention. For $y = A_p x$ and an output gradient $g$:
 
-- input: $g_x = A^H g$, computed by applying the adjoint (no stored residuals); the
-  backward is itself an autograd function, so double backward works for the input;
-- parameters $p$ with `requires_grad`: through `jax.vjp`. JAX's cotangent for complex
-  values is the conjugate of PyTorch's, so the incoming gradient and the outgoing
-  parameter gradients are conjugated: $g_p = \overline{\mathrm{vjp}(\bar g)}$.
+- with every parameter frozen (or autograd not recording them): the input gradient is
+  $g_x = A^H g$, computed by applying the adjoint (no stored residuals), and that
+  backward is again an application of $A$, so every order of derivative works;
+- with parameters $p$ that require grad: the gradients of the input and the parameters
+  come from `jax.vjp`. JAX's cotangent for complex values is the conjugate of PyTorch's,
+  so the incoming gradient and the outgoing gradients are conjugated:
+  $(g_x, g_p) = \overline{\mathrm{vjp}(\bar g)}$. The forward keeps the vjp's residuals
+  for a backward that records no graph. One that does (`create_graph=True`: Hessian-vector
+  products, unrolled optimisation) runs that formula as a JAX function of $(x, p, g)$
+  whose own backward is its vjp, and so on: derivatives of every order are exact.
 """
 
 from __future__ import annotations
@@ -27,6 +32,11 @@ from jax.sharding import NamedSharding, PartitionSpec
 from jaxlinops import NamedLinop
 
 from ._tensors import to_jax, to_torch
+
+_INPUT_DTYPES = (
+    torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.complex64,
+    torch.complex128,
+)  # fmt: skip
 
 
 def torch_linop(A: NamedLinop) -> TorchLinop:
@@ -77,17 +87,23 @@ class TorchLinop(torch.nn.Module):
         return self._view("N")
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """$A x$ for a torch tensor `x` (its dims `A.ishape`); a `TypeError` for a
+        non-tensor or a floating-point dtype other than those of `_INPUT_DTYPES`, and
+        `A`'s own `ValueError` for a wrong shape."""
         if not isinstance(x, torch.Tensor):
             raise TypeError(
                 f"`{self.extra_repr()}` expects a torch.Tensor; got {type(x).__name__}."
             )
-        return _Apply.apply(self.spec, _tracked(self.params), x, *self.params)
-
-
-def _tracked(params) -> bool:
-    """Whether autograd records parameter gradients: then the forward keeps the vjp's
-    residuals. Not under `no_grad` or `inference_mode`, nor with every parameter frozen."""
-    return torch.is_grad_enabled() and any(p.requires_grad for p in params)
+        if (x.dtype.is_floating_point or x.dtype.is_complex) and x.dtype not in _INPUT_DTYPES:
+            raise TypeError(
+                f"`{self.extra_repr()}` expects a tensor of an integer, bool or "
+                f"{', '.join(str(d).removeprefix('torch.') for d in _INPUT_DTYPES)} dtype; "
+                f"got {x.dtype}."
+            )
+        if torch.is_grad_enabled() and any(p.requires_grad for p in self.params):
+            (y,) = _Jax.apply(self.spec, (), 1, x, *self.params)
+            return y
+        return _Apply.apply(self.spec, x, *self.params)
 
 
 def _jax_params(spec, params) -> list[jax.Array]:
@@ -139,48 +155,24 @@ def _apply_adjoint(spec, leaves, g):
     return _build(spec, leaves).H(g)
 
 
-@eqx.filter_jit
-def _forward_vjp(spec, leaves, x):
-    return jax.vjp(lambda p, v: _build(spec, p)(v), leaves, x)
-
-
-@eqx.filter_jit
-def _backward_vjp(vjp, g):
-    grads, gx = vjp(_conj(g))
-    return [_conj(p) for p in grads], _conj(gx)
-
-
 class _Apply(torch.autograd.Function):
-    """$y = A x$; backward: $A^H g$ for the input, the conjugated vjp for parameters
-    (when `track`, see `_tracked`)."""
+    """$y = A x$ with every parameter frozen; backward: $A^H g$ (`_Adjoint`)."""
 
     @staticmethod
-    def forward(ctx, spec, track, x, *params):
-        leaves = _jax_params(spec, params)
-        if track:
-            y, ctx.vjp = _forward_vjp(spec, leaves, _jax_input(spec, x))
-        else:
-            y, ctx.vjp = _apply(spec, leaves, _jax_input(spec, x)), None
+    def forward(ctx, spec, x, *params):
         ctx.spec, ctx.dtype, ctx.device = spec, x.dtype, x.device
         ctx.save_for_backward(*params)
-        return to_torch(y)
+        return to_torch(_apply(spec, _jax_params(spec, params), _jax_input(spec, x)))
 
     @staticmethod
     def backward(ctx, g):
-        params = ctx.saved_tensors
-        if ctx.vjp is None or not any(ctx.needs_input_grad[3:]):
-            gx = None
-            if ctx.needs_input_grad[2]:
-                gx = _Adjoint.apply(ctx.spec, ctx.dtype, g, *params).to(ctx.device)
-            return (None, None, gx, *([None] * len(params)))
-        grads, gx = _backward_vjp(ctx.vjp, _jax_input(ctx.spec, g))
-        grads = (to_torch(a).to(p.device) for a, p in zip(grads, params))
-        return (None, None, to_torch(gx).to(ctx.device), *grads)
+        gx = _Adjoint.apply(ctx.spec, ctx.dtype, g, *ctx.saved_tensors).to(ctx.device)
+        return (None, gx, *([None] * len(ctx.saved_tensors)))
 
 
 class _Adjoint(torch.autograd.Function):
-    """$A^H g$ (the input gradient, real part for a real input of dtype `dtype`), itself
-    differentiable: its backward is $A$."""
+    """$A^H g$ with every parameter frozen (the input gradient, real part for a real input
+    of dtype `dtype`), itself differentiable: its backward is $A$."""
 
     @staticmethod
     def forward(ctx, spec, dtype, g, *params):
@@ -194,5 +186,74 @@ class _Adjoint(torch.autograd.Function):
     @staticmethod
     def backward(ctx, h):
         params = ctx.saved_tensors
-        applied = _Apply.apply(ctx.spec, _tracked(params), h, *params)
-        return (None, None, applied, *([None] * len(params)))
+        return (None, None, _Apply.apply(ctx.spec, h, *params), *([None] * len(params)))
+
+
+def _function(spec, orders: tuple):
+    r"""The JAX function that `_Jax` runs, `(args, params) -> outputs`. With no `orders`
+    it is $((x), p) \mapsto (A_p x)$. Each entry of `orders` takes the backward of the
+    function before it, in PyTorch's convention: its args are the previous args followed
+    by cotangents $g$ of the previous outputs, and it returns
+    $\overline{\mathrm{vjp}(\bar g)}$ for the previous inputs (args, then params) that
+    the entry marks `True`."""
+    if not orders:
+        return lambda args, params: (_build(spec, params)(*args),)
+    previous, wanted = _function(spec, orders[:-1]), orders[-1]
+
+    def backward(args, params):
+        n = len(wanted) - len(params)
+        _, vjp = jax.vjp(previous, args[:n], params)
+        grads_args, grads_params = vjp(tuple(_conj(g) for g in args[n:]))
+        grads = (*grads_args, *grads_params)
+        return tuple(_conj(g) for g, w in zip(grads, wanted) if w)
+
+    return backward
+
+
+@eqx.filter_jit
+def _run(spec, orders, args, params):
+    return _function(spec, orders)(args, params)
+
+
+@eqx.filter_jit
+def _forward_vjp(spec, x, params):
+    return jax.vjp(lambda v, p: _build(spec, p)(v), x, params)
+
+
+@eqx.filter_jit
+def _backward_vjp(vjp, g, wanted):
+    gx, grads = vjp(_conj(g))
+    return tuple(_conj(a) for a, w in zip((gx, *grads), wanted) if w)
+
+
+class _Jax(torch.autograd.Function):
+    """The outputs of `_function(spec, orders)` for torch tensors `(*args, *params)`
+    (`n` args); differentiable to any order, since its backward is `_Jax` with one more
+    order. A first backward that records no graph uses the residuals that the forward
+    kept instead (`jax.vjp`), without computing $A x$ again."""
+
+    @staticmethod
+    def forward(ctx, spec, orders, n, *tensors):
+        args = tuple(_jax_input(spec, t) for t in tensors[:n])
+        params = tuple(_jax_params(spec, tensors[n:]))
+        if orders:
+            outputs, ctx.vjp = _run(spec, orders, args, params), None
+        else:
+            y, ctx.vjp = _forward_vjp(spec, *args, params)
+            outputs = (y,)
+        ctx.spec, ctx.orders, ctx.n = spec, orders, n
+        ctx.save_for_backward(*tensors)
+        return tuple(to_torch(a) for a in outputs)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        tensors, n, wanted = ctx.saved_tensors, ctx.n, ctx.needs_input_grad[3:]
+        if ctx.vjp is not None and not torch.is_grad_enabled():
+            g = _jax_input(ctx.spec, grads[0])
+            out = iter(to_torch(a) for a in _backward_vjp(ctx.vjp, g, wanted))
+        else:  # recorded (`create_graph`), or the backward of a backward: one more order
+            orders = (*ctx.orders, wanted)
+            args = (*tensors[:n], *grads)
+            out = iter(_Jax.apply(ctx.spec, orders, len(args), *args, *tensors[n:]))
+        return (None, None, None, *(next(out).to(t.device) if w else None
+                                    for t, w in zip(tensors, wanted)))  # fmt: skip

@@ -12,6 +12,9 @@ pitfalls are handled explicitly:
 - a buffer that is not 64-byte aligned (e.g. `t[1:]` of a 1-D tensor) is copied by JAX;
 - 64-bit tensors (float64, complex128, int64, uint64) need `jax_enable_x64`: without it
   they are refused, never silently downcast;
+- dtypes only one library has (torch's complex32, quantized and sub-byte dtypes; JAX's
+  int4 or PRNG keys) and sparse or nested tensors are refused (a `TypeError`), never
+  reinterpreted;
 - a CUDA tensor on a device other than the current one is exported under that device;
 - a JAX array spread over several devices has no single buffer: `to_torch` gathers it
   onto its first device (a copy); arrays spanning processes are refused.
@@ -28,22 +31,38 @@ import jax.numpy as jnp
 import torch
 
 _WIDE = (torch.float64, torch.complex128, torch.int64, torch.uint64)
+# the dtypes that DLPack carries between the two libraries, by their common name
+_SHARED = frozenset(
+    "bool int8 int16 int32 int64 uint8 uint16 uint32 uint64 float16 bfloat16 float32 float64 "
+    "complex64 complex128 float8_e4m3fn float8_e5m2 float8_e4m3fnuz float8_e5m2fnuz "
+    "float8_e8m0fnu".split()
+)
 
 
 def to_jax(t: torch.Tensor) -> jax.Array:
-    """The torch tensor `t` as a JAX array, sharing its buffer where possible."""
+    """The torch tensor `t` as a JAX array, sharing its buffer where possible.
+
+    A `TypeError` for what is not a dense tensor of a dtype JAX shares (see `_SHARED`;
+    64-bit dtypes need `jax_enable_x64`), a `ValueError` for a tensor on a device JAX
+    cannot read."""
     if not isinstance(t, torch.Tensor):
         raise TypeError(f"`interop.to_jax` expects a torch.Tensor; got {type(t).__name__}.")
+    if t.layout != torch.strided or t.is_nested:
+        layout = "nested" if t.is_nested else t.layout
+        raise TypeError(
+            f"`interop.to_jax` expects a dense (strided) tensor; got a {layout} tensor. "
+            f"Convert it with `.to_dense()` (or `.to_padded_tensor()`) first."
+        )
+    if _name(t.dtype) not in _SHARED:
+        raise TypeError(
+            f"`interop.to_jax`: {t.dtype} has no JAX counterpart; supported: "
+            f"{', '.join(sorted(_SHARED))}."
+        )
     if t.dtype in _WIDE and not jax.config.jax_enable_x64:
         raise TypeError(
             f"`interop.to_jax`: a {t.dtype} tensor needs 64-bit JAX types; call "
             f'`jax.config.update("jax_enable_x64", True)` first, or convert the tensor '
             f"to a 32-bit dtype yourself."
-        )
-    if t.dtype == torch.complex32:
-        raise TypeError(
-            "`interop.to_jax`: torch.complex32 has no JAX counterpart; convert it to "
-            "complex64 first."
         )
     t = t.detach().resolve_conj().resolve_neg()
     if not _compact(t):
@@ -62,13 +81,21 @@ def to_jax(t: torch.Tensor) -> jax.Array:
 
 def to_torch(x: jax.Array) -> torch.Tensor:
     """The JAX array `x` as a torch tensor sharing its buffer (a gathered copy for an
-    array on several devices)."""
+    array on several devices).
+
+    A `TypeError` for what is not a concrete JAX array of a dtype torch shares (see
+    `_SHARED`), a `ValueError` for an array spread over several processes."""
     if not isinstance(x, jax.Array):
         raise TypeError(f"`interop.to_torch` expects a jax.Array; got {type(x).__name__}.")
     if isinstance(x, jax.core.Tracer):
         raise TypeError(
             "`interop.to_torch` got a traced value: it converts concrete arrays, outside "
             "`jax.jit` and other transformations."
+        )
+    if str(x.dtype) not in _SHARED:
+        raise TypeError(
+            f"`interop.to_torch`: dtype {x.dtype} has no torch counterpart; supported: "
+            f"{', '.join(sorted(_SHARED))}."
         )
     if len(x.sharding.device_set) > 1:
         if not x.is_fully_addressable:
@@ -78,6 +105,10 @@ def to_torch(x: jax.Array) -> torch.Tensor:
             )
         x = jax.device_put(x, x.addressable_shards[0].device)
     return torch.from_dlpack(x)
+
+
+def _name(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")
 
 
 def _compact(t: torch.Tensor) -> bool:

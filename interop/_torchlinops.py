@@ -105,7 +105,16 @@ def _dense(A):
 
 
 def _diagonal(A):
-    return jl.Diagonal(to_jax(A.weight), _dims(A.ishape), _dims(A._shape.broadcast_dims))
+    ioshape = _dims(A.ishape)
+    if "..." in ioshape[1:]:
+        # torchlinops broadcasts the weight against the input's trailing axes whatever the
+        # dims say; jaxlinops aligns it with the named dims, so the two would differ.
+        raise ValueError(
+            f"`interop.from_torchlinops`: a Diagonal with ioshape {ioshape} ('...' after a "
+            f"named dim) applies its weight to the input's trailing axes in torchlinops, "
+            f"which jaxlinops does not express; write its ioshape with '...' first."
+        )
+    return jl.Diagonal(to_jax(A.weight), ioshape, _dims(A._shape.broadcast_dims))
 
 
 def _fft(A):

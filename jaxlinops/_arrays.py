@@ -20,6 +20,36 @@ def promote(*arrays):
     return tuple(jnp.asarray(a).astype(dtype) for a in arrays)
 
 
+def promote_inexact(name: str, *arrays):
+    """`promote`, refusing a common dtype that is an integer or bool.
+
+    For operators that multiply and add (`Diagonal`, `Dense`, `Convolution`, overlap-add):
+    in integers these overflow silently (an int8 product wraps around), and in bool a sum
+    becomes a logical or. An integer weight applied to floating-point data is fine (the
+    common dtype is floating point); an integer weight applied to integer data raises a
+    TypeError naming the operator `name` and the dtypes.
+    """
+    out = promote(*arrays)
+    if out and not jnp.issubdtype(out[0].dtype, jnp.inexact):
+        got = ", ".join(str(jnp.asarray(a).dtype) for a in arrays)
+        raise TypeError(
+            f"`{name}` would compute in {out[0].dtype} (from dtypes {got}), where products "
+            f"and sums overflow silently; cast the input to a floating-point dtype, e.g. "
+            f"`x.astype(jnp.float32)`."
+        )
+    return out
+
+
+def as_inexact(w: jax.Array) -> jax.Array:
+    """`w` unchanged if floating point or complex; an integer or bool array cast to
+    floating point (at least float32), so that products of weights (a Gram matrix,
+    $|w|^2$, `w ** p`) cannot overflow."""
+    if jnp.issubdtype(w.dtype, jnp.inexact):
+        return w
+    with jax.numpy_dtype_promotion("standard"):
+        return w.astype(jnp.promote_types(w.dtype, jnp.float32))
+
+
 _WIDE = tuple(np.dtype(t) for t in (np.float64, np.int64, np.uint64, np.complex128))
 
 
@@ -45,8 +75,11 @@ def as_array(value, what: str) -> jax.Array:
         arr = np.asarray(value)
     except Exception as e:  # pragma: no cover - numpy's own message is appended
         raise TypeError(f"{what} expects an array, got {type(value).__name__}.") from e
-    if arr.dtype == object:
-        raise TypeError(f"{what} expects a numeric array, got {type(value).__name__}.")
+    if arr.dtype.kind not in "biufc":
+        raise TypeError(
+            f"{what} expects a numeric array, got {type(value).__name__} {value!r:.40} "
+            f"(dtype {arr.dtype})."
+        )
     if _is_64bit(arr.dtype) and not jax.config.jax_enable_x64:
         raise ValueError(
             f"{what} got a {arr.dtype} array but 64-bit types are disabled in JAX, so it "
@@ -65,6 +98,23 @@ def has_nonfinite(x: jax.Array) -> bool:
     """Whether a concrete array holds NaN or Inf (False for tracers, whose values are not
     known): one compiled reduction per shape."""
     return not isinstance(x, jax.core.Tracer) and not bool(_all_finite(x))
+
+
+_COMPUTABLE = tuple(
+    np.dtype(t)
+    for t in (jnp.bfloat16, np.float16, np.float32, np.float64, np.complex64, np.complex128)
+)
+
+
+def check_dtype(what: str, x: jax.Array) -> None:
+    """Raise a TypeError naming `what` when `x` has a dtype the operators cannot compute
+    in: bool, integers and the IEEE floating-point and complex types are accepted (float8
+    and other narrow formats are not, as JAX cannot promote them)."""
+    dtype = np.dtype(x.dtype)
+    if dtype.kind in "biu" or dtype in _COMPUTABLE:
+        return
+    names = ", ".join(str(t) for t in _COMPUTABLE)
+    raise TypeError(f"{what} got an array of dtype {dtype}; expected bool, an integer or {names}.")
 
 
 def right_align(w: jax.Array, ndim: int) -> jax.Array:
@@ -103,20 +153,20 @@ def batch_shape_of(shape: Dims, x_shape: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(x_shape[i : len(x_shape) - (len(shape) - i - 1)])
 
 
-def as_sizes(values, what: str, minimum: int = 0) -> tuple[int, ...]:
+def as_sizes(values, what: str, minimum: int | None = 0) -> tuple[int, ...]:
     """Convert a sequence of sizes to Python ints, refusing what would be truncated.
 
-    Accepts Python and numpy integers and integral floats (`8.0`); refuses `8.7`, a
-    traced value, a bool or a non-number with a ValueError (TypeError for a wrong type)
-    that names `what` (e.g. "`Pad(im_size=...)`") and the value received. Every size must
-    be at least `minimum`.
+    Accepts Python and numpy integers and integral floats (`8.0`); refuses `8.7` with a
+    ValueError, and a traced value, a bool or a non-number with a TypeError; the message
+    names `what` (e.g. "`Pad(im_size=...)`") and the value received. Every size must be
+    at least `minimum` (None: any integer, e.g. for an axis index).
     """
     if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
         raise TypeError(f"{what} expects a sequence of integer sizes; got {values!r}.")
     return tuple(as_size(v, what, minimum) for v in values)
 
 
-def as_size(value, what: str, minimum: int = 0) -> int:
+def as_size(value, what: str, minimum: int | None = 0) -> int:
     """One size as a Python int; see `as_sizes`."""
     if isinstance(value, jax.core.Tracer):
         raise TypeError(
@@ -130,8 +180,12 @@ def as_size(value, what: str, minimum: int = 0) -> int:
     if np.ndim(value) != 0:
         raise TypeError(f"{what} expects integer sizes; got an array of shape {np.shape(value)}.")
     number = value.item() if hasattr(value, "item") else value
+    if isinstance(number, bool):
+        raise TypeError(f"{what} expects integer sizes; got the boolean array {value!r}.")
     if isinstance(number, float) and not number.is_integer():
         raise ValueError(f"{what} expects integer sizes; got {value!r}, which is not integral.")
-    if isinstance(number, complex) or int(number) < minimum:
+    if isinstance(number, complex):
+        raise TypeError(f"{what} expects integer sizes; got the complex number {value!r}.")
+    if minimum is not None and int(number) < minimum:
         raise ValueError(f"{what} expects sizes of at least {minimum}; got {value!r}.")
     return int(number)

@@ -20,6 +20,11 @@ ELLIPSIS = "..."
 ANY = "()"
 
 _ORDINAL = re.compile(r"^\((\d*)\)$")
+_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
+_SYNTAX = (
+    "a dim name is ASCII letters, digits and underscores starting with a letter (e.g. 'Nx', "
+    "'coil_2'); the wildcards are '...', '()' and '(k)' for an integer k"
+)
 _TRAILING_DIGITS = re.compile(r"^(.*?)(\d*)$")
 
 
@@ -31,10 +36,13 @@ def Dim(s: str | None) -> Dims:
     - the torchlinops form, where each capital letter starts a dim and lowercase letters
       and digits extend it: `Dim("CNxNy") == ("C", "Nx", "Ny")`,
       `Dim("A1B2Kx1Ky2") == ("A1", "B2", "Kx1", "Ky2")`;
-    - the whitespace form, taken verbatim: `Dim("C Nx Ny") == ("C", "Nx", "Ny")`.
+    - the whitespace form, taken verbatim: `Dim("C Nx Ny") == ("C", "Nx", "Ny")`,
+      `Dim("... coil x") == ("...", "coil", "x")`.
 
-    In both forms `"..."`, `"()"` and `"(k)"` are tokens of their own:
-    `Dim("...CNx") == ("...", "C", "Nx")`. `Dim("")` and `Dim(None)` give `()`.
+    A dim name is ASCII letters, digits and underscores starting with a letter; the
+    wildcards `"..."`, `"()"` and `"(k)"` are tokens of their own:
+    `Dim("...CNx") == ("...", "C", "Nx")`. Anything else (`Dim("C, Nx")`) raises a
+    ValueError that states this syntax. `Dim("")` and `Dim(None)` give `()`.
     """
     if s is None:
         return ()
@@ -82,16 +90,23 @@ def _extendable(token: str) -> bool:
 
 
 def _validated(dims: Dims, source: object) -> Dims:
+    """`dims` if every entry is a name or a wildcard and `"..."` appears at most once."""
     for d in dims:
         if d != ELLIPSIS and d.startswith("(") and not _ORDINAL.match(d):
             raise ValueError(f"Invalid wildcard dim {d!r} in {source!r}: use '()' or '(k)'.")
+        if d != ELLIPSIS and not _ORDINAL.match(d) and not _NAME.match(d):
+            raise ValueError(f"Invalid dim {d!r} in {source!r}: {_SYNTAX}.")
     if dims.count(ELLIPSIS) > 1:
         raise ValueError(f"A shape may contain '...' at most once; got {dims} from {source!r}.")
     return dims
 
 
 def as_dims(shape: DimsLike, default: DimsLike = None) -> Dims:
-    """Convert a dims argument (string, sequence of names, or None) to a tuple of names."""
+    """Convert a dims argument (string, sequence of names, or None) to a tuple of names.
+
+    A string is parsed by `Dim`; each entry of a sequence must be one name or wildcard
+    (the syntax of `Dim`), or a ValueError says what is allowed.
+    """
     if shape is None:
         if default is None:
             return ()
@@ -160,11 +175,7 @@ def _match(a: Dims, b: Dims) -> dict | None:
         if i == len(a) and j == len(b):
             result = {}
         elif i < len(a) and a[i] == ELLIPSIS:
-            for k in range(len(b), j - 1, -1):  # longest binding first
-                rest = go(i + 1, k)
-                if rest is not None and _bind(rest, ELLIPSIS, b[j:k]):
-                    result = rest
-                    break
+            result = _bind_ellipsis(go, a, b, i, j)
         elif j < len(b) and b[j] == ELLIPSIS:
             for k in range(i, len(a) + 1):
                 if ELLIPSIS in a[i:k]:
@@ -182,6 +193,26 @@ def _match(a: Dims, b: Dims) -> dict | None:
 
     found = go(0, 0)
     return None if found is None else dict(found)
+
+
+def _bind_ellipsis(go, a: Dims, b: Dims, i: int, j: int) -> dict | None:
+    """Bind `a[i] == "..."` to a span `b[j:k]`.
+
+    A wildcard stays a wildcard: first try spans that end with a `"..."` of `b`, which
+    may then also absorb the dims after `a[i]` (fewest first), so matching `("...", "N")`
+    against `("...",)` binds `"..." -> ("...",)` instead of dropping it; then any span,
+    longest first.
+    """
+    for absorb in (True, False):
+        for k in range(len(b), j - 1, -1):
+            span = b[j:k]
+            if absorb and not span[-1:] == (ELLIPSIS,):
+                continue
+            for m in range(i + 1, len(a) + 1) if absorb else (i + 1,):
+                rest = go(m, k)
+                if rest is not None and _bind(rest, ELLIPSIS, span):
+                    return rest
+    return None
 
 
 def _one_matches(x: str, y: str) -> bool:
@@ -247,6 +278,14 @@ def size_of(dim: str, *layouts: tuple[Dims, Sequence[int]]) -> int | None:
         if dim in dims:
             return sizes[dims.index(dim)]
     return None
+
+
+def is_suffix(a: Dims, b: Dims) -> bool:
+    """Whether the named dims of `a` (a leading `"..."` dropped) end the named dims of `b`:
+    `is_suffix(("K",), ("C", "K"))`."""
+    core_a = tuple(d for d in a if d != ELLIPSIS)
+    core_b = tuple(d for d in b if d != ELLIPSIS)
+    return a[1:] == core_a if ELLIPSIS in a else bool(core_a) and core_b[-len(core_a) :] == core_a
 
 
 def unique(dims: Iterable[str]) -> Dims:

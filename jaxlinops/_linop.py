@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import abc
 import dataclasses
+import numbers
 from collections.abc import Callable, Mapping
 
 import equinox as eqx
 import jax
+import jax.numpy as jnp
 import numpy as np
 
-from ._arrays import as_array, check_rank, dim_sizes
-from ._dims import Dims, as_dims, fmt, next_unused, substitute, unique
+from ._arrays import as_array, check_dtype, check_rank, dim_sizes, promote
+from ._dims import ELLIPSIS, Dims, as_dims, fmt, is_suffix, next_unused, resolve, substitute, unique
 
 
 def dims_field(kind: str = "shape", **kwargs):
@@ -51,6 +53,7 @@ class NamedLinop(eqx.Module):
     def __call__(self, x) -> jax.Array:
         """Apply the operator after checking `x` against `ishape` and known sizes."""
         x = as_array(x, f"`{self.name}(x)`")
+        check_dtype(f"`{self.name}(x)`", x)
         check_input(self, self.ishape, x)
         return self.apply(x)
 
@@ -74,10 +77,23 @@ class NamedLinop(eqx.Module):
     def normal(self, inner: NamedLinop | None = None) -> NamedLinop:
         """$A^H \\, \\mathrm{inner} \\, A$ (or $A^H A$ without `inner`).
 
-        `inner` maps `oshape` to `oshape` with some dims renamed; Chain folds normals
-        through this argument from the outside in so operators can specialise (Toeplitz).
+        `inner` takes `oshape` (wildcards and a pointwise weight on trailing dims are
+        aligned to it) and returns `oshape` with some dims renamed; Chain folds normals
+        through this argument from the outside in. Operators do not override this method:
+        the rules of `fold_normal` apply first, then the `_normal` hook.
         """
-        return default_normal(self, inner)
+        return fold_normal(self, inner)
+
+    def _normal(self, inner: NamedLinop | None) -> NamedLinop | None:
+        """Hook for a structured normal: $A^H \\, \\mathrm{inner} \\, A$, or None for the
+        default `Chain(A, inner, A^H)`.
+
+        `inner` is None (plain $A^H A$; the result's output dims are renamed afterwards)
+        or an operator that is neither an identity nor a scalar (those are folded before
+        the hook is called); the result then maps `ishape` to
+        `normal_oshape(self, inner.oshape)`.
+        """
+        return None
 
     def size(self, dim: str) -> int | None:
         """The size of `dim` if this operator fixes it, else None."""
@@ -118,12 +134,15 @@ class NamedLinop(eqx.Module):
     # ----------------------------------------------------------------- algebra
     def __matmul__(self, other):
         if isinstance(other, NamedLinop):
-            from .linops._chain import Chain
+            from .linops._chain import Chain, fold_adjoint_pairs
 
-            return Chain(*other.flatten(), *self.flatten())
+            return fold_adjoint_pairs(Chain(*other.flatten(), *self.flatten()))
         if isinstance(other, (jax.Array, np.ndarray)):
             return self(other)
-        return NotImplemented
+        raise TypeError(
+            f"`{self.name} @ x` composes with a NamedLinop or applies the operator to an "
+            f"array; got {type(other).__name__} {other!r:.40}. Scale with `c * A` instead."
+        )
 
     def __rmatmul__(self, other):
         raise TypeError(
@@ -132,20 +151,18 @@ class NamedLinop(eqx.Module):
         )
 
     def __add__(self, other):
-        if not isinstance(other, NamedLinop):
-            return NotImplemented
         from .linops._add import Add
 
+        _check_addend(self, other, "+")
         return Add(*_addends(self), *_addends(other))
 
     def __radd__(self, other):
         if isinstance(other, (int, float)) and other == 0:  # lets `sum(linops)` work
             return self
-        return NotImplemented
+        _check_addend(self, other, "+")
 
     def __sub__(self, other):
-        if not isinstance(other, NamedLinop):
-            return NotImplemented
+        _check_addend(self, other, "-")
         return self + (-other)
 
     def __neg__(self):
@@ -175,6 +192,14 @@ def check_input(op: NamedLinop, shape: Dims, x: jax.Array) -> None:
             )
 
 
+def _check_addend(op: NamedLinop, other, sign: str) -> None:
+    if not isinstance(other, NamedLinop):
+        raise TypeError(
+            f"`{op.name} {sign} B` needs a NamedLinop B; got {type(other).__name__} "
+            f"{other!r:.40}. Add a multiple of the identity as `c * jaxlinops.Identity()`."
+        )
+
+
 def _addends(op: NamedLinop) -> tuple[NamedLinop, ...]:
     from .linops._add import Add
 
@@ -184,40 +209,87 @@ def _addends(op: NamedLinop) -> tuple[NamedLinop, ...]:
 def _scaled(op: NamedLinop, c, side: str) -> NamedLinop:
     from .linops._scalar import Scalar
 
-    if isinstance(c, NamedLinop) or np.ndim(c) != 0:
-        return NotImplemented
+    expr = f"`{op.name} * c`" if side == "input" else f"`c * {op.name}`"
+    if isinstance(c, NamedLinop):
+        raise TypeError(f"{expr}: compose operators with `@`, not `*`; got {c.name}.")
+    is_number = isinstance(c, numbers.Number) and not isinstance(c, bool)
+    is_array = isinstance(c, (jax.Array, np.ndarray, np.generic))
+    if not (is_number or is_array) or (is_array and np.dtype(c.dtype).kind not in "iufc"):
+        raise TypeError(f"{expr} needs a number c; got {type(c).__name__} {c!r:.40}.")
+    if np.ndim(c) != 0:
+        raise TypeError(
+            f"{expr} needs a scalar c; got an array of shape {np.shape(c)}. Use "
+            f"`jaxlinops.Diagonal(weight, dims)` for elementwise weights."
+        )
     if side == "input":
         return op @ Scalar(c, op.ishape)
     return Scalar(c, op.oshape) @ op
 
 
 # --------------------------------------------------------------------- dims rewriting
-def map_dims(op: NamedLinop, f: Callable[[Dims], Dims]) -> NamedLinop:
+def map_dims(op: NamedLinop, f: Callable[[Dims], Dims], validate: bool = True) -> NamedLinop:
     """A copy of `op` (and its sub-operators) with every dims field passed through `f`.
 
-    Array leaves are shared, not copied.
+    Array leaves are shared, not copied. The copy is validated again by each class's
+    `__check_init__`, as if it had been constructed with the new dims, except inside a
+    field marked `stacked_field()`, whose operators hold one array per tile stacked along
+    a leading axis.
     """
     new = object.__new__(type(op))
     for field in dataclasses.fields(op):
         value = getattr(op, field.name)
         kind = field.metadata.get("dims")
+        inner = validate and not field.metadata.get("stacked", False)
         if kind == "shape":
             value = f(value)
         elif kind == "pairs":
             value = tuple((f((d,))[0], v) for d, v in value)
         elif isinstance(value, NamedLinop):
-            value = map_dims(value, f)
+            value = map_dims(value, f, inner)
         elif isinstance(value, tuple) and any(isinstance(v, NamedLinop) for v in value):
-            value = tuple(map_dims(v, f) if isinstance(v, NamedLinop) else v for v in value)
+            value = tuple(map_dims(v, f, inner) if isinstance(v, NamedLinop) else v for v in value)
         object.__setattr__(new, field.name, value)
+    if validate:
+        for cls in type(new).__mro__:
+            if "__check_init__" in cls.__dict__:
+                cls.__dict__["__check_init__"](new)
     return new
+
+
+def stacked_field(**kwargs):
+    """A field holding operators whose arrays are stacked per tile (a batched operator's
+    tiles): renaming does not re-validate them, since their arrays carry an extra axis."""
+    return eqx.field(metadata={"stacked": True}, **kwargs)
 
 
 def rename(op: NamedLinop, mapping: Mapping[str, object]) -> NamedLinop:
     """Rename dims throughout `op`: `rename(A, {"N": "N1"})`.
 
-    A value may also be a tuple of dims, which replaces a `"..."` wildcard.
+    A value may also be a tuple of dims, which replaces a `"..."` wildcard. Two distinct
+    dims may not be renamed to one name (that would silently turn, say, a matrix product
+    over `N` into a diagonal scaling); swaps such as `{"M": "N", "N": "M"}` are fine. The
+    renamed operator is validated like a newly constructed one.
     """
+    if not isinstance(op, NamedLinop):
+        raise TypeError(f"`rename(op, mapping)` expects a NamedLinop; got {type(op).__name__}.")
+    if not isinstance(mapping, Mapping):
+        raise TypeError(
+            f"`rename(op, mapping)` expects a mapping {{old: new}}; got {type(mapping).__name__}."
+        )
+    merged: dict[str, str] = {}
+    for d in sorted(all_dims(op)):
+        new = mapping.get(d, d)
+        if isinstance(new, str) and merged.setdefault(new, d) != d:
+            raise ValueError(
+                f"`rename({op.name}, ...)` would merge its distinct dims {merged[new]!r} and "
+                f"{d!r} into {new!r}; rename one of them to an unused name."
+            )
+    return relabel(op, mapping)
+
+
+def relabel(op: NamedLinop, mapping: Mapping[str, object]) -> NamedLinop:
+    """`rename` without the check against merging dims, for the library's own renamings
+    (wildcard resolution, the normal's fresh names), which never merge two dims."""
     return map_dims(op, lambda shape: substitute(shape, mapping))
 
 
@@ -283,18 +355,85 @@ def default_normal(op: NamedLinop, inner: NamedLinop | None = None) -> NamedLino
     """`Chain(op, inner, renamed op.H)`: $A^H \\, \\mathrm{inner} \\, A$."""
     from .linops._chain import Chain
 
-    post = rename(op.adjoint(), normal_renaming(op, None if inner is None else inner.oshape))
+    post = relabel(op.adjoint(), normal_renaming(op, None if inner is None else inner.oshape))
     parts = (op,) if inner is None else (op, *inner.flatten())
     return Chain(*parts, *post.flatten())
 
 
 def fold_normal(op: NamedLinop, inner: NamedLinop | None) -> NamedLinop:
-    """`op.normal(inner)`, except that an `inner` that only renames dims (an `Identity`)
-    is absorbed: $A^H I A = A^H A$, so `op`'s own (specialised) normal is used and its
-    output dims are renamed to what `inner` implies."""
+    r"""$A^H \, \mathrm{inner} \, A$ by the folding rules, in this order:
+
+    1. `inner` is aligned to `op.oshape`: its wildcards are resolved, and a `Diagonal` or
+       `Scalar` on trailing dims of `op.oshape` (density compensation on `"K"` for an
+       operator with output `(C, K)`) is widened to all of `op.oshape`.
+    2. Scalars commute with linear operators: $A^H (c\,B) A = c\, A^H B A$. Every
+       `Scalar` in `inner` (or in the chain it is) is taken out and applied last, so a
+       scaled operator keeps its structured normal: `(c * A).N` is $|c|^2 A^H A$.
+    3. An `inner` that only renames dims (an `Identity`) is absorbed: $A^H I A = A^H A$,
+       and the output dims are renamed to what it implies.
+    4. The operator's `_normal(inner)` hook (Toeplitz NUFFT, Gram Dense, ...), else the
+       default chain $A, \mathrm{inner}, A^H$ with the adjoint's unshared dims renamed.
+    """
     from .linops._identity import Identity
 
-    if inner is not None and not isinstance(inner, Identity):
-        return op.normal(inner)
-    oshape = normal_oshape(op, None if inner is None else inner.oshape)
-    return with_oshape(op.normal(), oshape)
+    scale, inner = pull_scalars(align_inner(op, inner))
+    if inner is None or isinstance(inner, Identity):
+        oshape = normal_oshape(op, None if inner is None else inner.oshape)
+        folded = op._normal(None)
+        folded = with_oshape(default_normal(op) if folded is None else folded, oshape)
+    else:
+        folded = op._normal(inner)
+        folded = default_normal(op, inner) if folded is None else folded
+    return folded if scale is None else scaled_output(folded, scale)
+
+
+def align_inner(op: NamedLinop, inner: NamedLinop | None) -> NamedLinop | None:
+    """`inner` with its input dims equal to `op.oshape` (rule 1 of `fold_normal`)."""
+    from .linops._diagonal import Diagonal
+    from .linops._scalar import Scalar
+
+    if inner is None:
+        return None
+    sub = resolve(inner.ishape, op.oshape)
+    if sub:
+        inner = relabel(inner, sub)
+    if len(inner.ishape) == len(op.oshape) and (ELLIPSIS in inner.ishape) == (
+        ELLIPSIS in op.oshape
+    ):
+        return inner  # the same dims, or renamed position-wise
+    if isinstance(inner, (Diagonal, Scalar)) and is_suffix(inner.ishape, op.oshape):
+        return Diagonal(inner.weight, op.oshape, getattr(inner, "broadcast_dims", ()))
+    raise ValueError(
+        f"`{op.name}.normal(inner)` needs `inner` to take the operator's output dims "
+        f"{fmt(op.oshape)} (or, for a Diagonal or Scalar, trailing dims of them); got "
+        f"`inner.ishape={fmt(inner.ishape)}`."
+    )
+
+
+def pull_scalars(inner: NamedLinop | None) -> tuple[jax.Array | None, NamedLinop | None]:
+    """Split `inner` into the product of its `Scalar` factors and the rest (None when
+    nothing is left): rule 2 of `fold_normal`."""
+    from .linops._chain import Chain
+    from .linops._scalar import Scalar
+
+    if inner is None:
+        return None, None
+    parts = inner.flatten()
+    scalars = [op.weight for op in parts if isinstance(op, Scalar)]
+    if not scalars:
+        return None, inner
+    rest = [op for op in parts if not isinstance(op, Scalar)]
+    scale = scalars[0]
+    for w in scalars[1:]:
+        scale = jnp.multiply(*promote(scale, w))
+    if not rest:
+        return scale, None
+    return scale, rest[0] if len(rest) == 1 else Chain(*rest)
+
+
+def scaled_output(op: NamedLinop, c) -> NamedLinop:
+    r"""`op` followed by multiplication with the scalar `c`: $c\,A$."""
+    from .linops._chain import Chain
+    from .linops._scalar import Scalar
+
+    return Chain(*op.flatten(), Scalar(c, op.oshape))

@@ -70,11 +70,26 @@ find_py312() {
 run_pytest() {
   local rc=0 py=$1
   shift
-  "$py" -m pytest -q -n 2 tests "$@" || rc=$?
+  "$py" -m pytest -q -n 2 "$@" || rc=$?
   if [[ $rc -eq 5 ]]; then
     echo "test.sh: error: pytest collected no tests." >&2
   fi
   return "$rc"
+}
+
+# other_cpus PYTHON [ARGS...]: the numerically sensitive tests again with XLA's kernels for
+# older CPUs (AVX2 and SSE4.2 instead of this machine's best), which round differently:
+# the same code paths a user's Intel or AMD machine may take. Skipped when ARGS select tests.
+SENSITIVE=(tests/test_alg.py tests/test_normal_folding.py tests/test_toeplitz.py
+  tests/test_properties.py)
+other_cpus() {
+  local py=$1 isa
+  shift
+  [[ $# -eq 0 ]] || return 0
+  for isa in AVX2 SSE4_2; do
+    echo "test.sh: the numerically sensitive tests with XLA_FLAGS=--xla_cpu_max_isa=$isa"
+    XLA_FLAGS="--xla_cpu_max_isa=$isa" run_pytest "$py" "${SENSITIVE[@]}"
+  done
 }
 
 main_suite() {
@@ -94,6 +109,7 @@ main_suite() {
   "$py" -m ruff check . || lint=1
   "$py" -m ruff format --check . || lint=1
   run_pytest "$py" "$@"
+  other_cpus "$py" "$@"
   if [[ $lint -ne 0 ]]; then
     echo "test.sh: error: ruff found problems (listed above the tests)." >&2
     return 1

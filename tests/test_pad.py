@@ -65,7 +65,7 @@ def test_center_pad_and_crop_match_numpy(im, pad):
         (lambda: center_pad(jnp.zeros((3,)), (3,), (2,)), r"`center_pad`: each padded size"),
         (lambda: center_pad(jnp.zeros((3,)), (3,), (4, 4)), r"the same number of axes"),
         (lambda: center_crop(jnp.zeros((3,)), (3,), (4,)), r"`center_crop`: each image size"),
-        (lambda: pad_widths((-1,), (2,)), r"`pad_widths`: .*non-negative"),
+        (lambda: pad_widths((-1,), (2,)), r"`pad_widths\(im_size=...\)` .* at least 0; got -1"),
     ],
 )
 def test_functional_errors(call, match):

@@ -43,6 +43,19 @@ def test_derived_adjoint_matches_conjugate_transpose(dtype):
     assert_close(jax.jit(lambda B, v: B.H(v))(A, y), got, dtype)
 
 
+def complex_cumsum(x):
+    return (1 - 2j) * jnp.cumsum(x, axis=-1)
+
+
+def test_derived_adjoint_conjugates_complex_coefficients():
+    """The factories' functions have real coefficients, where transpose = adjoint."""
+    A = jl.SimpleLinop(complex_cumsum, ishape="...N")
+    y = crandn(2, 5)
+    want = (1 + 2j) * np.cumsum(y[:, ::-1], axis=-1)[:, ::-1]
+    assert_close(A.H(y), want, jnp.complex128)
+    assert_close(A.apply_adjoint(jnp.asarray(y)), want, jnp.complex128)
+
+
 def test_derived_adjoint_takes_shared_dims_from_the_output():
     A = jl.SimpleLinop(cumsum, ishape="BN")
     y = crandn(3, 7)

@@ -4,12 +4,14 @@ that work on sharded arrays, and optional progress reporting."""
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Callable, Sequence
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
-from .._arrays import as_array
+from .._arrays import as_array, as_size
 from .._dims import ELLIPSIS
 from .._linop import NamedLinop
 
@@ -47,10 +49,53 @@ def square_output(A: Operator, x: jax.Array, name: str, role: str = "A") -> jnp.
 
 
 def as_vector(value, name: str, role: str) -> jax.Array:
+    if not isinstance(value, jax.Array) and np.asarray(value).dtype.kind not in "biufc":
+        raise TypeError(
+            f"`{name}`: `{role}` must be a numeric array; got {type(value).__name__} {value!r:.60}."
+        )
     x = as_array(value, f"`{name}({role}=...)`")
     if x.ndim == 0:
         raise ValueError(f"`{name}`: `{role}` must have at least one axis; got a scalar.")
     return x
+
+
+def as_count(value, name: str, arg: str) -> int:
+    """A count (of iterations, of singular values): a Python or numpy integer >= 1 (static:
+    it fixes array shapes and loop bounds)."""
+    return as_size(value, f"`{name}({arg}=...)`", 1)
+
+
+def as_real(value, what: str) -> float:
+    """A concrete, finite real number as a Python float: TypeError for a traced value, a
+    bool, a complex number, a string or an array with axes; ValueError for NaN or Inf."""
+    if isinstance(value, jax.core.Tracer):
+        raise TypeError(f"{what} needs a concrete real number; got a traced value.")
+    numeric = isinstance(value, (int, float, np.integer, np.floating, np.ndarray, jax.Array))
+    if (
+        not numeric
+        or isinstance(value, (bool, np.bool_))
+        or np.ndim(value) != 0
+        or np.asarray(value).dtype.kind not in "iuf"
+    ):
+        raise TypeError(f"{what} expects a real number; got {value!r} ({type(value).__name__}).")
+    number = float(value)
+    if not math.isfinite(number):
+        raise ValueError(f"{what} expects a finite real number; got {value!r}.")
+    return number
+
+
+def as_tolerance(value, name: str, arg: str):
+    """A tolerance: a finite real number >= 0 (a Python float, so it is static under jit), or
+    a traced scalar, passed through unchecked (its value is not known at trace time)."""
+    what = f"`{name}({arg}=...)`"
+    if isinstance(value, jax.core.Tracer):
+        if value.ndim != 0:
+            raise ValueError(f"{what} expects a scalar; got an array of shape {value.shape}.")
+        return value
+    number = as_real(value, what)
+    if number < 0:
+        raise ValueError(f"{what} expects a tolerance >= 0; got {value!r}.")
+    return number
 
 
 def resolve_axes(A, ndim: int, dims: DimsOrAxes, name: str) -> tuple[int, ...]:
@@ -58,7 +103,7 @@ def resolve_axes(A, ndim: int, dims: DimsOrAxes, name: str) -> tuple[int, ...]:
     a NamedLinop; dims after a `"..."` count from the end) or axis numbers."""
     if dims is None:
         return ()
-    dims = (dims,) if isinstance(dims, (str, int)) else tuple(dims)
+    dims = tuple(dims) if isinstance(dims, Sequence) and not isinstance(dims, str) else (dims,)
     axes = []
     for d in dims:
         if isinstance(d, str):
@@ -73,10 +118,12 @@ def resolve_axes(A, ndim: int, dims: DimsOrAxes, name: str) -> tuple[int, ...]:
             i = shape.index(d)
             after = ELLIPSIS in shape and i > shape.index(ELLIPSIS)
             axes.append(ndim - (len(shape) - i) if after else i)
+        elif not isinstance(d, (int, np.integer)) or isinstance(d, (bool, np.bool_)):
+            raise TypeError(f"`{name}`: dims are names or axis numbers; got {d!r}.")
         elif not -ndim <= d < ndim:
             raise ValueError(f"`{name}`: axis {d} is out of range for {ndim} axes.")
         else:
-            axes.append(d % ndim)
+            axes.append(int(d) % ndim)
     return tuple(sorted(set(axes)))
 
 
@@ -88,6 +135,19 @@ def inner(a: jax.Array, b: jax.Array, axes: tuple[int, ...]) -> jax.Array:
 
 def norm(a: jax.Array, axes: tuple[int, ...]) -> jax.Array:
     return jnp.sqrt(jnp.real(inner(a, a, axes)))
+
+
+def max_abs(a: jax.Array, axes: tuple[int, ...]) -> jax.Array:
+    r"""$\max |a|$ over `axes`, kept as size-1 axes (NaN when `a` holds NaN)."""
+    return jnp.max(jnp.abs(a), axis=axes, keepdims=True)
+
+
+def scaled_norm(a: jax.Array, axes: tuple[int, ...]) -> jax.Array:
+    r"""$\|a\|$ over `axes` as $m \|a / m\|$, $m = \max |a|$: the squares neither overflow
+    (float32 entries of 1e20) nor underflow. 0 for a zero vector, NaN when `a` holds NaN
+    or Inf."""
+    m = max_abs(a, axes)
+    return m * norm(safe_divide(a, m.astype(a.dtype)), axes)
 
 
 def safe_divide(num: jax.Array, den: jax.Array) -> jax.Array:

@@ -29,7 +29,14 @@ def to_lineax(A: NamedLinop, input_structure, tags=()):
     if not isinstance(A, NamedLinop):
         raise TypeError(f"`to_lineax` expects a NamedLinop; got {type(A).__name__}.")
     if not isinstance(input_structure, jax.ShapeDtypeStruct):
+        if not hasattr(input_structure, "shape") or not hasattr(input_structure, "dtype"):
+            raise TypeError(
+                f"`to_lineax`: `input_structure` must be an array or a jax.ShapeDtypeStruct "
+                f"laid out by A.ishape; got {type(input_structure).__name__}."
+            )
         input_structure = jax.ShapeDtypeStruct(input_structure.shape, input_structure.dtype)
+    # A's own shape checks, now rather than inside lineax's first solve
+    jax.eval_shape(A, input_structure)
     # A is a pytree already (its arrays are leaves): no closure conversion needed, and the
     # result passes through `jax.jit`
     return lx.FunctionLinearOperator(A, input_structure, tags, closure_convert=False)

@@ -7,8 +7,10 @@ from math import comb
 import numpy as np
 from numpy.polynomial import chebyshev, legendre, polynomial
 
+from .._arrays import as_size
 from .._linop import NamedLinop
 from ..linops import Identity, Scalar
+from ._common import as_real
 
 NORMS = ("l_2", "l_inf", "ifista")
 
@@ -29,8 +31,9 @@ def polynomial_coefficients(
     A preconditioner must be positive on the interval: a polynomial that is not is an error.
     """
     name = "polynomial_coefficients"
-    if not isinstance(degree, int) or degree < 0:
-        raise ValueError(f"`{name}`: degree must be an integer >= 0; got {degree!r}.")
+    degree = as_size(degree, f"`{name}(degree=...)`", 0)
+    lower_eig = as_real(lower_eig, f"`{name}(lower_eig=...)`")
+    upper_eig = as_real(upper_eig, f"`{name}(upper_eig=...)`")
     if norm not in NORMS:
         raise ValueError(f"`{name}`: norm must be one of {NORMS}; got {norm!r}.")
     if not 0 <= lower_eig < upper_eig:
@@ -79,7 +82,7 @@ def polynomial_preconditioner(
         raise TypeError(
             f"`polynomial_preconditioner` needs a NamedLinop T; got {type(T).__name__}."
         )
-    if degree < 0:
+    if as_size(degree, "`polynomial_preconditioner(degree=...)`", None) < 0:
         return Identity(T.ishape)
     c = polynomial_coefficients(degree, norm, lower_eig, upper_eig)
     square = T if T.oshape == T.ishape else Identity(T.oshape, T.ishape) @ T

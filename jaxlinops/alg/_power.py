@@ -13,6 +13,8 @@ from .._linop import NamedLinop
 from ._common import (
     DimsOrAxes,
     Operator,
+    as_count,
+    as_tolerance,
     as_vector,
     check_operator,
     inner,
@@ -20,6 +22,7 @@ from ._common import (
     resolve_axes,
     result_dtype,
     safe_divide,
+    scaled_norm,
     square_output,
 )
 
@@ -32,18 +35,22 @@ def power_method(
     $v \leftarrow A v / \|A v\|$, $\lambda = \|A v\|$, from $v_0 = v_\text{init} /
     \|v_\text{init}\|$, until the relative change of $\lambda$ is below `tol` (for every
     batch entry) or after `max_iters` iterations, in one `lax.while_loop` (jit-able).
+    Norms are taken as $m \|v / m\|$ with $m = \max |v|$, so that large or small entries
+    (1e20 in float32) neither overflow nor underflow.
 
     - `A`: a NamedLinop or linear callable mapping `v_init`'s shape to itself.
+    - `max_iters`: an integer >= 1; `tol`: a real number >= 0.
     - `dim`: the dims (names of `A.ishape`, or axis numbers) that the norms run over, as
       in torchlinops; the other axes are a batch of independent vectors. Default: all.
 
     Returns `(v, λ)`: the unit vector(s) and the eigenvalue magnitude(s), one per batch
-    entry (a scalar without a batch). A zero `v_init` returns zeros.
+    entry (a scalar without a batch). A zero `v_init` returns zeros; NaN or Inf in
+    `v_init` or in `A`'s output give NaN.
     """
     name = "power_method"
     check_operator(A, name)
-    if not isinstance(max_iters, int) or max_iters < 1:
-        raise ValueError(f"`{name}`: max_iters must be an integer >= 1; got {max_iters!r}.")
+    max_iters = as_count(max_iters, name, "max_iters")
+    tol = as_tolerance(tol, name, "tol")
     v = as_vector(v_init, name, "v_init")
     v = v.astype(result_dtype(name, v.dtype, square_output(A, v, name)))
     axes = resolve_axes(A, v.ndim, dim, name) or tuple(range(v.ndim))
@@ -54,7 +61,7 @@ def _power(A, v, axes, max_iters, tol):
     def step(carry):
         k, v, lam, _ = carry
         w = A(v).astype(v.dtype)
-        new = norm(w, axes)
+        new = scaled_norm(w, axes)
         change = jnp.max(safe_divide(jnp.abs(new - lam), lam))
         return k + 1, safe_divide(w, new.astype(v.dtype)), new, change
 
@@ -63,7 +70,7 @@ def _power(A, v, axes, max_iters, tol):
         # the first step only sets λ
         return (k < max_iters) & ((k < 2) | (change >= tol))
 
-    v = safe_divide(v, norm(v, axes).astype(v.dtype))
+    v = safe_divide(v, scaled_norm(v, axes).astype(v.dtype))
     lam = jnp.zeros(norm(v, axes).shape, jnp.real(v).dtype)
     carry = (jnp.zeros((), jnp.int32), v, lam, jnp.zeros((), lam.dtype))
     _, v, lam, _ = lax.while_loop(running, step, carry)
@@ -92,10 +99,9 @@ def singular_value_decomposition(
         raise TypeError(
             f"`{name}` needs a NamedLinop (it applies A and A.H); got {type(A).__name__}."
         )
-    if not isinstance(num_singular_values, int) or num_singular_values < 1:
-        raise ValueError(
-            f"`{name}`: num_singular_values must be an integer >= 1; got {num_singular_values!r}."
-        )
+    num_singular_values = as_count(num_singular_values, name, "num_singular_values")
+    max_iters = as_count(max_iters, name, "max_iters")
+    tol = as_tolerance(tol, name, "tol")
     x = as_vector(x_init, name, "x_init")
     size = x.size
     if num_singular_values > size:
@@ -117,7 +123,7 @@ def _svd(A, x, k, max_iters, tol):
         deflated = partial(_deflated, A, tuple(vs), tuple(sigmas), axes)
         v, _ = _power(deflated, start, axes, max_iters, tol)
         u = A(v)
-        sigma = jnp.squeeze(norm(u, tuple(range(u.ndim))))
+        sigma = jnp.squeeze(scaled_norm(u, tuple(range(u.ndim))))
         vs.append(v)
         sigmas.append(sigma)
         us.append(safe_divide(u, sigma.astype(u.dtype)))

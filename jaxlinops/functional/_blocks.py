@@ -11,7 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from .._arrays import as_array
+from .._arrays import as_array, as_sizes, promote_inexact
 
 _IN_BOUNDS = lax.GatherScatterMode.PROMISE_IN_BOUNDS
 
@@ -46,7 +46,7 @@ def array_to_blocks(
     - `mask`: an optional boolean array of shape `block_size`.
     """
     x = as_array(x, "`array_to_blocks(x=...)`")
-    ndim = len(block_size)
+    ndim = len(as_sizes(block_size, "`array_to_blocks(block_size=...)`", None))
     if x.ndim < ndim:
         raise ValueError(
             f"`array_to_blocks`: a {ndim}D block needs an array with at least {ndim} axes; "
@@ -76,8 +76,10 @@ def blocks_to_array(
     - `y`: the blocks.
     - `im_size`: the `D` sizes of the output image.
     - `block_size`, `stride`, `mask`: as for [`array_to_blocks`][].
+
+    Integer or bool blocks raise a TypeError: the overlap-add would overflow silently.
     """
-    y = as_array(y, "`blocks_to_array(y=...)`")
+    (y,) = promote_inexact("blocks_to_array", as_array(y, "`blocks_to_array(y=...)`"))
     geometry = _geometry("blocks_to_array", im_size, block_size, stride, mask)
     core = geometry[3] + (geometry[1] if geometry[4] is None else (len(geometry[4][0]),))
     if y.ndim < len(core) or tuple(y.shape[y.ndim - len(core) :]) != core:
@@ -89,10 +91,23 @@ def blocks_to_array(
     return _fold(y, geometry)
 
 
-def block_geometry(name: str, im_size, block_size, stride):
-    """Validated `(im, block, stride, nblocks)` tuples of ints; errors name `name`."""
-    im, block = tuple(int(n) for n in im_size), tuple(int(n) for n in block_size)
-    stride = (1,) * len(block) if stride is None else tuple(int(n) for n in stride)
+def block_counts(name: str, im_size, block_size, stride=None, mask=None) -> jax.Array:
+    """How many blocks cover each array sample (int32, shape `im_size`): the diagonal of
+    `blocks_to_array(array_to_blocks(x))`, computed exactly in integers."""
+    geometry = _geometry(name, im_size, block_size, stride, mask)
+    entries = geometry[1] if geometry[4] is None else (len(geometry[4][0]),)
+    return _fold(jnp.ones(geometry[3] + entries, jnp.int32), geometry)
+
+
+def block_geometry(name: str, im_size, block_size, stride, im_arg: str = "im_size"):
+    """Validated `(im, block, stride, nblocks)` tuples of ints; errors name `name` and the
+    argument (`im_arg` for the array size). Non-integral sizes (`4.5`) raise a ValueError,
+    traced or non-numeric ones a TypeError (see `jaxlinops._arrays.as_sizes`)."""
+    im = as_sizes(im_size, f"`{name}({im_arg}=...)`", None)
+    block = as_sizes(block_size, f"`{name}(block_size=...)`", None)
+    if stride is None:
+        stride = (1,) * len(block)
+    stride = as_sizes(stride, f"`{name}(stride=...)`", None)
     if not block or len(im) != len(block) or len(stride) != len(block):
         raise ValueError(
             f"`{name}`: the array size, block size and stride need the same (non-zero) "

@@ -7,6 +7,10 @@ from collections.abc import Sequence
 import jax
 import jax.numpy as jnp
 
+from .._arrays import as_array, as_sizes
+
+_ARGS = {"image size": "im_size", "padded size": "pad_im_size", "crop size": "crop_im_size"}
+
 
 def pad_widths(im_size: Sequence[int], pad_im_size: Sequence[int]) -> tuple[tuple[int, int], ...]:
     """The `(before, after)` zero padding per axis that centers `im_size` in `pad_im_size`.
@@ -16,7 +20,7 @@ def pad_widths(im_size: Sequence[int], pad_im_size: Sequence[int]) -> tuple[tupl
     $t$ pads `(t/2, t/2)`; odd $t$ pads `(t//2 + 1, t//2)` for odd $i$ and
     `(t//2, t//2 + 1)` for even $i$. Example: `pad_widths((10,), (21,)) == ((5, 6),)`.
     """
-    return _widths("pad_widths", im_size, pad_im_size)
+    return _widths(*check_sizes("pad_widths", im_size, pad_im_size))
 
 
 def center_pad(x: jax.Array, im_size: Sequence[int], pad_im_size: Sequence[int]) -> jax.Array:
@@ -24,8 +28,10 @@ def center_pad(x: jax.Array, im_size: Sequence[int], pad_im_size: Sequence[int])
 
     Leading axes are batch axes. The inverse (and adjoint) is [`center_crop`][].
     """
+    x = as_array(x, "`center_pad(x=...)`")
+    im_size, pad_im_size = check_sizes("center_pad", im_size, pad_im_size)
     _check_trailing("center_pad", x, im_size)
-    widths = _widths("center_pad", im_size, pad_im_size)
+    widths = _widths(im_size, pad_im_size)
     return jnp.pad(x, ((0, 0),) * (x.ndim - len(widths)) + widths)
 
 
@@ -34,37 +40,43 @@ def center_crop(x: jax.Array, im_size: Sequence[int], crop_im_size: Sequence[int
 
     The adjoint of [`center_pad`][]: `center_crop(center_pad(x, i, p), p, i) == x`.
     """
+    x = as_array(x, "`center_crop(x=...)`")
+    labels = ("crop size", "image size")
+    crop_im_size, im_size = check_sizes("center_crop", crop_im_size, im_size, labels)
     _check_trailing("center_crop", x, im_size)
-    widths = _widths("center_crop", crop_im_size, im_size, ("crop size", "image size"))
+    widths = _widths(crop_im_size, im_size)
     index = tuple(slice(before, before + n) for (before, _), n in zip(widths, crop_im_size))
     return x[(Ellipsis, *index)]
 
 
-def _widths(name: str, small, big, labels=("image size", "padded size")):
-    small, big = check_sizes(name, small, big, labels)
+def _widths(small: tuple[int, ...], big: tuple[int, ...]) -> tuple[tuple[int, int], ...]:
     return tuple((b // 2 - s // 2, b - s - (b // 2 - s // 2)) for s, b in zip(small, big))
 
 
 def check_sizes(
     name: str, small: Sequence[int], big: Sequence[int], labels=("image size", "padded size")
 ) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """Validate a (small, big) pair of sizes as Python ints; errors name `name`."""
-    small, big = tuple(int(n) for n in small), tuple(int(n) for n in big)
+    """Validate a (small, big) pair of sizes as Python ints; errors name `name` and the
+    argument (`im_size`, `pad_im_size` or `crop_im_size`, after `labels`).
+
+    Non-integral (`7.9`) or negative sizes raise a ValueError, traced or non-numeric ones
+    a TypeError (see `jaxlinops._arrays.as_sizes`)."""
+    small = as_sizes(small, f"`{name}({_ARGS[labels[0]]}=...)`")
+    big = as_sizes(big, f"`{name}({_ARGS[labels[1]]}=...)`")
     if len(small) != len(big):
         raise ValueError(
             f"`{name}`: the {labels[0]} and {labels[1]} need the same number of axes; got "
             f"{labels[0]} {small} and {labels[1]} {big}."
         )
-    if any(n < 0 for n in small) or any(b < s for s, b in zip(small, big)):
+    if any(b < s for s, b in zip(small, big)):
         raise ValueError(
-            f"`{name}`: each {labels[1]} must be at least the {labels[0]} (and sizes "
-            f"non-negative); got {labels[0]} {small} and {labels[1]} {big}."
+            f"`{name}`: each {labels[1]} must be at least the {labels[0]}; got {labels[0]} "
+            f"{small} and {labels[1]} {big}."
         )
     return small, big
 
 
-def _check_trailing(name: str, x: jax.Array, size: Sequence[int]) -> None:
-    size = tuple(int(n) for n in size)
+def _check_trailing(name: str, x: jax.Array, size: tuple[int, ...]) -> None:
     if x.ndim < len(size) or tuple(x.shape[x.ndim - len(size) :]) != size:
         raise ValueError(
             f"`{name}`: expected the last {len(size)} axes of the input to have sizes "

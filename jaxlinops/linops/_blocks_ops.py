@@ -6,14 +6,15 @@ from collections.abc import Sequence
 
 import equinox as eqx
 import jax
-import jax.numpy as jnp
 import numpy as np
 
+from .._arrays import promote_inexact
 from .._dims import ELLIPSIS, Dims, DimsLike, as_dims, fmt, size_of
 from .._linop import NamedLinop, dims_field, normal_oshape, with_oshape
 from .._split import split_arrays
 from ..functional._blocks import (
     array_to_blocks,
+    block_counts,
     block_geometry,
     block_mask,
     blocks_to_array,
@@ -61,8 +62,8 @@ class _Blocks(NamedLinop):
           `("Bx", "By", "Bz")[:D] + ("P",)` with a mask.
         """
         name = type(self).__name__
-        _, self.block_size, self.stride, _ = block_geometry(name, grid_size, block_size, stride)
-        self.grid_size = tuple(int(n) for n in grid_size)
+        geometry = block_geometry(name, grid_size, block_size, stride, "grid_size")
+        self.grid_size, self.block_size, self.stride, _ = geometry
         mask = block_mask(name, mask, self.block_size)
         self.mask = None if mask is None else tuple(bool(m) for m in mask.ravel())
         ndim = len(self.grid_size)
@@ -109,6 +110,7 @@ class _Blocks(NamedLinop):
         return array_to_blocks(x, self.block_size, self.stride, self.block_mask)
 
     def _fold(self, y: jax.Array) -> jax.Array:
+        (y,) = promote_inexact(self.name, y)  # the overlap-add overflows in integers
         return blocks_to_array(y, self.grid_size, self.block_size, self.stride, self.block_mask)
 
     def _args(self) -> tuple:
@@ -154,13 +156,12 @@ class ArrayToBlocks(_Blocks):
     def adjoint(self) -> NamedLinop:
         return BlocksToArray(*self._args())
 
-    def normal(self, inner: NamedLinop | None = None) -> NamedLinop:
+    def _normal(self, inner: NamedLinop | None) -> NamedLinop | None:
         """Without `inner`: the overlap counts on the array, then a renaming of the array
         dims (`Nx -> Nx1`)."""
         if inner is not None:
-            return super().normal(inner)
-        entries = self.block_size if self.mask is None else (sum(self.mask),)
-        counts = self._fold(jnp.ones(self.nblocks + entries, jnp.int32))
+            return None
+        counts = block_counts(self.name, *self._args()[:4])
         diagonal = Diagonal(counts, self.batch_shape + self.array_shape)
         return with_oshape(diagonal, normal_oshape(self))
 
@@ -170,7 +171,9 @@ class BlocksToArray(_Blocks):
 
     Dims: `batch_shape + blocks_shape -> batch_shape + array_shape`, by default
     `(..., Bx, By, Px, Py) -> (..., Nx, Ny)`; overlapping blocks add up. The arguments
-    are those of [`ArrayToBlocks`][], whose operator is the adjoint.
+    are those of [`ArrayToBlocks`][], whose operator is the adjoint. Integer or bool
+    blocks raise a TypeError (the sums would overflow silently); extracting blocks
+    ([`ArrayToBlocks`][]) copies entries and keeps any dtype.
     """
 
     @property

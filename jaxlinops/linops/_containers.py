@@ -7,8 +7,8 @@ from collections.abc import Sequence
 import jax
 
 from .._arrays import promote
-from .._dims import fmt, has_wildcards, resolve, shapes_match
-from .._linop import NamedLinop, check_input, rename
+from .._dims import ELLIPSIS, fmt, has_wildcards, resolve, shapes_match
+from .._linop import NamedLinop, all_dims, check_input, relabel
 
 
 def as_linops(name: str, linops: Sequence) -> tuple[NamedLinop, ...]:
@@ -24,15 +24,44 @@ def as_linops(name: str, linops: Sequence) -> tuple[NamedLinop, ...]:
 def resolve_side(op: NamedLinop, side: str, target) -> NamedLinop:
     """Substitute `op`'s wildcards on `side` ("ishape"/"oshape") with dims of `target`."""
     sub = resolve(getattr(op, side), target)
-    return rename(op, sub) if sub else op
+    return relabel(op, sub) if sub else op
 
 
 def most_specific(linops: Sequence[NamedLinop]) -> NamedLinop:
-    """The first child whose shapes have no wildcards (else the first child)."""
+    """The first child whose shapes have no wildcards, else the first that names a dim,
+    else the first child."""
     for op in linops:
         if not has_wildcards(op.ishape + op.oshape):
             return op
+    for op in linops:
+        if not is_dimless(op):
+            return op
     return linops[0]
+
+
+def is_dimless(op: NamedLinop) -> bool:
+    """Whether every dim `op` names, inside too, is `"..."` (`Identity()`, `lam * Identity()`,
+    `Scalar(c)`): such an operator acts alike on any array."""
+    return all_dims(op) == {ELLIPSIS}
+
+
+def adopt_dims(op: NamedLinop, ref: NamedLinop) -> NamedLinop:
+    """A dimless `op` (see `is_dimless`) made to map `ref.ishape -> ref.oshape`: it runs on
+    `ref.oshape` after a renaming `ShapeSpec(ref.ishape, ref.oshape)`, so that
+    `A.N + lam * Identity()` works although `A.N` renames its output dims."""
+    from ._chain import Chain
+    from ._identity import Identity
+
+    if not is_dimless(op) or is_dimless(ref) or ref.ishape == ref.oshape:
+        return op
+    same_rank = len(ref.ishape) == len(ref.oshape) and (ELLIPSIS in ref.ishape) == (
+        ELLIPSIS in ref.oshape
+    )
+    if not same_rank:
+        return op  # `unify` reports the mismatch
+    on_output = relabel(op, {ELLIPSIS: ref.oshape})
+    rename_dims = Identity(ref.ishape, ref.oshape)
+    return rename_dims if isinstance(op, Identity) else Chain(rename_dims, *on_output.flatten())
 
 
 def unify(name: str, linops: Sequence[NamedLinop]) -> tuple[NamedLinop, ...]:
@@ -44,6 +73,7 @@ def unify(name: str, linops: Sequence[NamedLinop]) -> tuple[NamedLinop, ...]:
     ref = most_specific(linops)
     out = []
     for i, op in enumerate(linops):
+        op = adopt_dims(op, ref)
         op = resolve_side(resolve_side(op, "ishape", ref.ishape), "oshape", ref.oshape)
         for side in ("ishape", "oshape"):
             if not shapes_match(getattr(op, side), getattr(ref, side)):

@@ -9,7 +9,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._arrays import as_array, promote, right_align
+from .._arrays import as_array, as_inexact, promote, promote_inexact, right_align
 from .._dims import Dims, DimsLike, as_dims, fmt, next_unused, substitute
 from .._linop import NamedLinop, dims_field, normal_renaming
 from .._split import split_arrays
@@ -28,6 +28,8 @@ class Convolution(NamedLinop):
     Every leading batch entry is convolved alike (no channel mixing). With
     `padding_mode="zeros"`, $x$ is zero outside the grid; with `"circular"`, it is
     periodic. The adjoint is the correlation with $\bar h$ under the same boundary.
+    The sums run in the common dtype of kernel and input: an integer kernel and integer
+    input together raise a TypeError (they would overflow silently).
 
     `normal_mode` (circular padding only) selects the normal $A^H A$: `"conv"` gives a
     circular `Convolution` with the autocorrelation kernel (size $2k - 1$), `"fft"` an
@@ -116,9 +118,9 @@ class Convolution(NamedLinop):
             check_fits(self.name, self.kernel.shape, x.shape)
         return correlate(x, w, circular)
 
-    def normal(self, inner: NamedLinop | None = None) -> NamedLinop:
+    def _normal(self, inner: NamedLinop | None) -> NamedLinop | None:
         if self.normal_mode is None or inner is not None:
-            return super().normal(inner)
+            return None
         out_grid = substitute(self.in_grid_shape, normal_renaming(self))
         if self.normal_mode == "fft":
             return CirculantNormal(
@@ -167,7 +169,7 @@ class CirculantNormal(NamedLinop):
     def apply(self, x: jax.Array) -> jax.Array:
         if not self.wrap_kernel:
             check_fits(self.name, self.kernel.shape, x.shape)
-        x, h = promote(x, odd_kernel(self.kernel))
+        x, h = promote_inexact(self.name, x, odd_kernel(self.kernel))
         ndim = h.ndim
         axes = tuple(range(x.ndim - ndim, x.ndim))
         hf = jnp.fft.fftn(wrapped(h, x.shape[x.ndim - ndim :]))
@@ -218,8 +220,9 @@ def odd_kernel(kernel: jax.Array) -> jax.Array:
 
 def correlate(x: jax.Array, w: jax.Array, circular: bool) -> jax.Array:
     r"""$y[n] = \sum_m w[m]\, x[n + m - c]$ over the trailing `w.ndim` axes of `x`, for an
-    odd-sized `w` with centre $c$; $x$ is zero (or periodic) outside its grid."""
-    x, w = promote(x, w)
+    odd-sized `w` with centre $c$; $x$ is zero (or periodic) outside its grid. Integer
+    `x` and `w` together raise a TypeError (the sums would overflow silently)."""
+    x, w = promote_inexact("Convolution", x, w)
     ndim = w.ndim
     batch, grid = x.shape[: x.ndim - ndim], x.shape[x.ndim - ndim :]
     lhs = x.reshape((math.prod(batch), 1) + grid)
@@ -236,7 +239,7 @@ def correlate(x: jax.Array, w: jax.Array, circular: bool) -> jax.Array:
 def autocorrelation(kernel: jax.Array) -> jax.Array:
     r"""The kernel $r = \tilde h * h$ of $A^H A$, with $\tilde h[j] = \bar h[-j]$: size
     $2k - 1$ per axis for the odd-padded size $k$, centre at $k - 1$."""
-    h = odd_kernel(kernel)
+    h = odd_kernel(as_inexact(kernel))
     return correlate(jnp.pad(h, [(k // 2, k // 2) for k in h.shape]), jnp.conj(h), False)
 
 

@@ -7,7 +7,7 @@ import string
 import jax
 import jax.numpy as jnp
 
-from .._arrays import as_array, promote
+from .._arrays import as_array, as_inexact, promote_inexact
 from .._dims import ELLIPSIS, Dim, Dims, DimsLike, as_dims, fmt
 from .._linop import NamedLinop, dims_field, normal_renaming
 from .._split import split_arrays
@@ -25,6 +25,11 @@ class Dense(NamedLinop):
 
     `Dense(W)` infers shapes as torchlinops does: the last weight axis is the input dim,
     the second-to-last the output dim, leading axes batch dims, all named by wildcards.
+
+    The contraction runs in the common dtype of weight and input: an integer weight on
+    floating-point data is fine, but integer or bool weight and data together raise a
+    TypeError (sums of products overflow silently in integers). The normal's Gram weight
+    of an integer weight is computed in floating point (at least float32).
     """
 
     weight: jax.Array
@@ -99,7 +104,7 @@ class Dense(NamedLinop):
         w = jnp.conj(w) if conj else w
         letters = _letters(src + wdims + dst)
         spec = f"{letters(src)},{letters(wdims)}->{letters(dst)}"
-        x, w = promote(x, w)
+        x, w = promote_inexact("Dense", x, w)
         return jnp.einsum(spec, x, w, precision=jax.lax.Precision.HIGHEST)
 
     def apply(self, x: jax.Array) -> jax.Array:
@@ -117,12 +122,13 @@ class Dense(NamedLinop):
             self.broadcast_dims,
         )
 
-    def normal(self, inner: NamedLinop | None = None) -> NamedLinop:
+    def _normal(self, inner: NamedLinop | None) -> NamedLinop | None:
         r"""Without `inner`: one Dense with the Gram weight $\sum_{out} \bar W W$."""
         if inner is not None:
-            return super().normal(inner)
+            return None
         rn = normal_renaming(self)
         w, wdims = self._weight()
+        w = as_inexact(w)
         contracted = [d for d in wdims if d in self.ishape and d not in self.oshape]
         batch = [d for d in wdims if d in self.ishape and d in self.oshape]
         left = tuple(rn[d] if d in contracted else d for d in wdims)

@@ -65,10 +65,8 @@ class ToDevice(NamedLinop):
     def adjoint(self) -> NamedLinop:
         return ToDevice(self.odevice, self.idevice, self.ioshape)
 
-    def normal(self, inner: NamedLinop | None = None) -> NamedLinop:
-        if inner is None:
-            return Identity(self.ioshape)
-        return super().normal(inner)
+    def _normal(self, inner: NamedLinop | None) -> NamedLinop | None:
+        return Identity(self.ioshape) if inner is None else None
 
 
 def _resolve(device: jax.Device | None) -> jax.Device:

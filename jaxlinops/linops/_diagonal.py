@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
-from .._arrays import as_array, promote, right_align
+from .._arrays import as_array, as_inexact, promote, promote_inexact, right_align
 from .._dims import ELLIPSIS, Dims, DimsLike, as_dims, fmt, is_wildcard, unique
 from .._linop import NamedLinop, dims_field
 from .._split import split_arrays
@@ -14,10 +15,24 @@ from .._split import split_arrays
 class Diagonal(NamedLinop):
     r"""$y = w \odot x$, mapping `ioshape -> ioshape`.
 
-    The weight aligns with the **trailing** dims of `ioshape` and broadcasts like numpy:
-    a weight of shape `(Nx, Ny)` on `ioshape="C Nx Ny"` scales every coil alike, and a
-    size-1 weight axis broadcasts over its dim. Adjoint: $\bar w$; normal: $|w|^2$;
-    `D ** p` raises the weight to the power `p`.
+    **Alignment.** The weight's axes right-align with the *named* dims of `ioshape` (the
+    dims other than `"..."`) and broadcast like numpy: a weight of shape `(Nx, Ny)` on
+    `ioshape="C Nx Ny"` scales every coil alike, and a size-1 weight axis broadcasts over
+    its dim. The weight never spans the axes that a non-leading `"..."` stands for: with
+    `ioshape="C ..."` a weight of shape `(3,)` scales `C` (the first axis of the input),
+    and with `"C ... N"` a weight of shape `(C, N)` is applied as `(C, 1, ..., 1, N)`.
+    Only a leading `"..."` lets extra leading weight axes reach into the batch axes, as
+    numpy broadcasting does: `Diagonal(w)` multiplies any input that `w` broadcasts to.
+    Every weight axis must equal the input's axis or be 1 (the output has the input's
+    shape), else a ValueError names both shapes.
+
+    **Dtypes.** The product is computed in the common dtype of weight and input: an
+    integer weight on floating-point data is fine (e.g. overlap counts), but an integer
+    or bool weight on integer or bool data raises a TypeError, as the product would
+    overflow silently. The normal and `D ** p` of an integer weight are computed in
+    floating point (at least float32).
+
+    Adjoint: $\bar w$; normal: $|w|^2$; `D ** p` raises the weight to the power `p`.
     """
 
     weight: jax.Array
@@ -27,7 +42,8 @@ class Diagonal(NamedLinop):
     def __init__(self, weight, ioshape: DimsLike = None, broadcast_dims: DimsLike = None):
         """**Arguments:**
 
-        - `weight`: the diagonal $w$; its last axis matches the last dim of `ioshape`.
+        - `weight`: the diagonal $w$; its axes right-align with the named dims of
+          `ioshape` (see above).
         - `ioshape`: dims of input and output (default `"..."`: any array).
         - `broadcast_dims`: dims over which `weight` has a size-1 axis that broadcasts.
           Wildcard dims (`"()"`) always broadcast.
@@ -38,12 +54,13 @@ class Diagonal(NamedLinop):
         self.broadcast_dims = unique(as_dims(broadcast_dims) + extra)
 
     def __check_init__(self):
-        core = tuple(d for d in self.ioshape if d != ELLIPSIS)
-        if ELLIPSIS not in self.ioshape and self.weight.ndim > len(core):
+        named = self._named()
+        if self.ioshape[:1] != (ELLIPSIS,) and self.weight.ndim > len(named):
             raise ValueError(
                 f"`Diagonal(weight=...)` has {self.weight.ndim} axes (shape "
                 f"{tuple(self.weight.shape)}) but `ioshape={fmt(self.ioshape)}` names only "
-                f"{len(core)} dims."
+                f"{len(named)} dims (only a leading '...' lets the weight reach into the "
+                f"batch axes)."
             )
         for d in self.broadcast_dims:
             if d not in self.ioshape:
@@ -66,13 +83,14 @@ class Diagonal(NamedLinop):
     def oshape(self) -> Dims:
         return self.ioshape
 
+    def _named(self) -> Dims:
+        return tuple(d for d in self.ioshape if d != ELLIPSIS)
+
     def _weight_axis(self, dim: str) -> int | None:
         """The weight axis aligned with `dim`, or None if the weight does not reach it."""
-        i = self.ioshape.index(dim)
-        if ELLIPSIS in self.ioshape[i:]:
-            return None
-        from_end = len(self.ioshape) - 1 - i
-        return self.weight.ndim - 1 - from_end if from_end < self.weight.ndim else None
+        named = self._named()
+        axis = self.weight.ndim - len(named) + named.index(dim)
+        return axis if axis >= 0 else None
 
     def size(self, dim: str) -> int | None:
         if dim not in self.ioshape or dim in self.broadcast_dims or dim == ELLIPSIS:
@@ -89,13 +107,31 @@ class Diagonal(NamedLinop):
                 axes[self._weight_axis(d)] = d
         return split_arrays(self, tile, [(lambda o: o.weight, axes)], self.ioshape)
 
-    def _scale(self, w: jax.Array, x: jax.Array) -> jax.Array:
-        if w.ndim > x.ndim:
+    def _aligned(self, w: jax.Array, x: jax.Array) -> jax.Array:
+        """`w` reshaped to `x.ndim` axes by the alignment rule, checked against `x`."""
+        where = f"`Diagonal({fmt(self.ioshape)})`"
+        named = len(self._named())
+        if w.ndim > x.ndim or x.ndim < named:
             raise ValueError(
-                f"`Diagonal` has a weight of shape {tuple(w.shape)} but got an input of "
-                f"shape {tuple(x.shape)} with fewer axes."
+                f"{where}: the input of shape {tuple(x.shape)} has fewer axes than the weight "
+                f"of shape {tuple(w.shape)} or the {named} named dims."
             )
-        w, x = promote(right_align(w, x.ndim), x)
+        if self.ioshape[:1] == (ELLIPSIS,) or ELLIPSIS not in self.ioshape:
+            aligned = right_align(w, x.ndim)
+        else:  # the axes of a non-leading '...' get singleton weight axes
+            i = self.ioshape.index(ELLIPSIS)
+            full = right_align(w, named).shape
+            aligned = w.reshape(full[:i] + (1,) * (x.ndim - named) + full[i:])
+        if any(n not in (1, m) for n, m in zip(aligned.shape, x.shape)):
+            raise ValueError(
+                f"{where}: the weight of shape {tuple(w.shape)} does not broadcast to the "
+                f"input of shape {tuple(x.shape)} (aligned as {tuple(aligned.shape)}; each "
+                f"weight axis must be 1 or the input's size)."
+            )
+        return aligned
+
+    def _scale(self, w: jax.Array, x: jax.Array) -> jax.Array:
+        w, x = promote_inexact("Diagonal", self._aligned(w, x), x)
         return w * x
 
     def apply(self, x: jax.Array) -> jax.Array:
@@ -107,10 +143,28 @@ class Diagonal(NamedLinop):
     def adjoint(self) -> NamedLinop:
         return Diagonal(jnp.conj(self.weight), self.ioshape, self.broadcast_dims)
 
-    def normal(self, inner: NamedLinop | None = None) -> NamedLinop:
+    def _normal(self, inner: NamedLinop | None) -> NamedLinop | None:
+        """$|w|^2$, times `inner`'s weight when `inner` is a Diagonal on the same dims."""
+        square = Diagonal(jnp.abs(as_inexact(self.weight)) ** 2, self.ioshape, self.broadcast_dims)
         if inner is None:
-            return Diagonal(jnp.abs(self.weight) ** 2, self.ioshape, self.broadcast_dims)
-        return super().normal(inner)
+            return square
+        if isinstance(inner, Diagonal) and inner.ioshape == self.ioshape:
+            return merge_diagonals(square, inner)
+        return None
 
     def __pow__(self, p) -> Diagonal:
-        return Diagonal(self.weight**p, self.ioshape, self.broadcast_dims)
+        return Diagonal(as_inexact(self.weight) ** p, self.ioshape, self.broadcast_dims)
+
+
+def merge_diagonals(a: Diagonal, b: Diagonal) -> Diagonal | None:
+    """The product of two Diagonals on the same dims with weights of the same rank, or
+    None when their weights do not broadcast together."""
+    if a.ioshape != b.ioshape or a.weight.ndim != b.weight.ndim:
+        return None
+    try:
+        np.broadcast_shapes(a.weight.shape, b.weight.shape)
+    except ValueError:
+        return None
+    wa, wb = promote(a.weight, b.weight)
+    shared = tuple(d for d in a.broadcast_dims if d in b.broadcast_dims)
+    return Diagonal(wa * wb, a.ioshape, shared)

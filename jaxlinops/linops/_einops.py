@@ -9,7 +9,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
-from .._arrays import batch_shape_of, dim_sizes
+from .._arrays import as_size, batch_shape_of, dim_sizes
 from .._dims import ELLIPSIS, Dims, DimsLike, as_dims, axis_of, fmt
 from .._linop import NamedLinop, dims_field, identity_normal
 from .._pattern import check_patterns, dim_groups, group_size, parse_pattern, rearrange
@@ -23,7 +23,7 @@ def _lengths(name: str, lengths: Mapping[str, int] | None, order: Dims) -> Lengt
     """`{dim: n}` as a tuple of pairs sorted by position in `order` (then by name)."""
     if lengths is not None and not isinstance(lengths, Mapping):
         raise TypeError(f"`{name}` expects lengths as a mapping; got {type(lengths).__name__}.")
-    pairs = tuple((d, int(n)) for d, n in (lengths or {}).items())
+    pairs = tuple((d, as_size(n, f"`{name}`", None)) for d, n in (lengths or {}).items())
     bad = {d: n for d, n in pairs if n < 1}
     if bad:
         raise ValueError(f"`{name}`: lengths must be positive integers; got {bad}.")
@@ -100,11 +100,9 @@ class Rearrange(NamedLinop):
         lengths = dict(self.axes_lengths)
         return Rearrange(self.opattern, self.ipattern, self.oshape, self.ishape, lengths)
 
-    def normal(self, inner: NamedLinop | None = None) -> NamedLinop:
+    def _normal(self, inner: NamedLinop | None) -> NamedLinop | None:
         """Without `inner`: the identity (dims not in `oshape` renamed, `N -> N1`)."""
-        if inner is not None:
-            return super().normal(inner)
-        return identity_normal(self)
+        return identity_normal(self) if inner is None else None
 
 
 def _check_nested(name: str, big: Dims, small: Dims, verb: str) -> None:
@@ -287,10 +285,10 @@ class Repeat(NamedLinop):
             return super().adjoint()
         return SumReduce(self.oshape, self.ishape, dict(self.n_repeats))
 
-    def normal(self, inner: NamedLinop | None = None) -> NamedLinop:
+    def _normal(self, inner: NamedLinop | None) -> NamedLinop | None:
         """Without `inner`: `Scalar(prod(n_repeats))` on `ishape`."""
         if inner is not None:
-            return super().normal(inner)
+            return None
         return Scalar(math.prod(self._all_lengths().values()), self.ishape)
 
 

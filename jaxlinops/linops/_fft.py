@@ -7,6 +7,7 @@ import math
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from .._dims import ELLIPSIS, Dims, DimsLike, as_dims, fmt
 from .._linop import NamedLinop, dims_field, identity_normal, normal_oshape
@@ -63,6 +64,8 @@ class FFT(NamedLinop):
         self.batch_shape = as_dims(batch_shape, ELLIPSIS)
         self.primal_shape, self.dual_shape = _grid_shapes(ndim, grid_shapes)
         self.norm = "backward" if norm is None else norm
+        if not isinstance(centered, (bool, np.bool_)):
+            raise TypeError(f"`FFT(centered=...)` expects a bool; got {centered!r}.")
         self.centered = bool(centered)
 
     def __check_init__(self):
@@ -104,9 +107,9 @@ class FFT(NamedLinop):
     def apply_adjoint(self, y: jax.Array) -> jax.Array:
         return self._transform(y, True, _ADJOINT_NORM[self.norm])
 
-    def normal(self, inner: NamedLinop | None = None) -> NamedLinop:
+    def _normal(self, inner: NamedLinop | None) -> NamedLinop | None:
         if inner is not None:
-            return super().normal(inner)
+            return None
         power = _NORMAL_POWER[self.norm]
         if power == 0:
             return identity_normal(self)

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 import jax
 import jax.numpy as jnp
 
-from .._arrays import batch_shape_of, dim_sizes
+from .._arrays import as_size, batch_shape_of, dim_sizes
 from .._dims import ELLIPSIS, Dims, DimsLike, as_dims, fmt
 from .._linop import NamedLinop, dims_field
 from .._split import split_arrays, tile_length
@@ -55,10 +55,10 @@ class Identity(NamedLinop):
     def adjoint(self) -> NamedLinop:
         return Identity(self.oshape, self.ishape)
 
-    def normal(self, inner: NamedLinop | None = None) -> NamedLinop:
+    def _normal(self, inner: NamedLinop | None) -> NamedLinop | None:
         if inner is None:
             return Identity(self.ishape)
-        return super().normal(inner)
+        return inner if self.ishape == self.oshape else None
 
 
 def ShapeSpec(ishape: DimsLike, oshape: DimsLike) -> Identity:
@@ -90,7 +90,11 @@ class Zero(NamedLinop):
         """
         self.ishape = as_dims(ishape, "...")
         self.oshape = self.ishape if oshape is None else as_dims(oshape)
-        self.sizes = tuple((d, int(n)) for d, n in (sizes or {}).items())
+        if sizes is not None and not isinstance(sizes, Mapping):
+            raise TypeError(f"`Zero(sizes=...)` expects a mapping {{dim: size}}; got {sizes!r}.")
+        self.sizes = tuple(
+            (d, as_size(n, f"`Zero(sizes={{{d!r}: ...}})`")) for d, n in (sizes or {}).items()
+        )
 
     def __check_init__(self):
         if (ELLIPSIS in self.ishape) != (ELLIPSIS in self.oshape):

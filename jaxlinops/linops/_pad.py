@@ -97,10 +97,8 @@ class Pad(AbstractCenterResize):
     def adjoint(self) -> NamedLinop:
         return Crop(self.im_size, self.pad_im_size, self.out_shape, self.in_shape, self.batch_shape)
 
-    def normal(self, inner: NamedLinop | None = None) -> NamedLinop:
-        if inner is not None:
-            return super().normal(inner)
-        return identity_normal(self)
+    def _normal(self, inner: NamedLinop | None) -> NamedLinop | None:
+        return identity_normal(self) if inner is None else None
 
 
 class Crop(AbstractCenterResize):

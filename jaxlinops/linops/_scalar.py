@@ -5,9 +5,9 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from .._arrays import as_array, promote
+from .._arrays import as_array, as_inexact, promote_inexact
 from .._dims import Dims, DimsLike, as_dims
-from .._linop import NamedLinop, dims_field
+from .._linop import NamedLinop, dims_field, scaled_output
 from .._split import split_arrays
 
 
@@ -49,20 +49,20 @@ class Scalar(NamedLinop):
         return split_arrays(self, tile, batch=self.ioshape)
 
     def apply(self, x: jax.Array) -> jax.Array:
-        w, x = promote(self.weight, x)
+        w, x = promote_inexact("Scalar", self.weight, x)
         return w * x
 
     def apply_adjoint(self, y: jax.Array) -> jax.Array:
-        w, y = promote(jnp.conj(self.weight), y)
+        w, y = promote_inexact("Scalar", jnp.conj(self.weight), y)
         return w * y
 
     def adjoint(self) -> NamedLinop:
         return Scalar(jnp.conj(self.weight), self.ioshape)
 
-    def normal(self, inner: NamedLinop | None = None) -> NamedLinop:
-        if inner is None:
-            return Scalar(jnp.abs(self.weight) ** 2, self.ioshape)
-        return super().normal(inner)
+    def _normal(self, inner: NamedLinop | None) -> NamedLinop | None:
+        """$|c|^2\\,\\mathrm{inner}$."""
+        square = Scalar(jnp.abs(as_inexact(self.weight)) ** 2, self.ioshape)
+        return square if inner is None else scaled_output(inner, square.weight)
 
 
 # --8<-- [end:scalar]

@@ -8,7 +8,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
-from .._arrays import batch_shape_of, dim_sizes
+from .._arrays import as_size, batch_shape_of, dim_sizes
 from .._dims import ELLIPSIS, Dims, DimsLike, as_dims, fmt, substitute
 from .._linop import NamedLinop, dims_field, normal_renaming
 
@@ -58,7 +58,7 @@ class SimpleLinop(NamedLinop):
         self.normal_fn = normal
         self.ishape = as_dims(ishape, "...")
         self.oshape = self.ishape if oshape is None else as_dims(oshape)
-        self.sizes = tuple((d, int(n)) for d, n in (sizes or {}).items())
+        self.sizes = _sizes(sizes)
 
     def __check_init__(self):
         optional = (("adjoint", self.adj_fn), ("normal", self.normal_fn))
@@ -90,13 +90,23 @@ class SimpleLinop(NamedLinop):
             shape.extend(batch_shape_of(self.oshape, y_shape) if d == ELLIPSIS else (known[d],))
         return tuple(shape)
 
-    def normal(self, inner: NamedLinop | None = None) -> NamedLinop:
+    def _normal(self, inner: NamedLinop | None) -> NamedLinop | None:
         if self.normal_fn is None or inner is not None:
-            return super().normal(inner)
+            return None
         rn = normal_renaming(self)
         sizes = {**dict(self.sizes), **{rn.get(d, d): n for d, n in self.sizes}}
         oshape = substitute(self.ishape, rn)
         return SimpleLinop(self.normal_fn, self.normal_fn, None, self.ishape, oshape, sizes)
+
+
+def _sizes(sizes: Mapping[str, int] | None) -> tuple[tuple[str, int], ...]:
+    if sizes is not None and not isinstance(sizes, Mapping):
+        raise TypeError(
+            f"`SimpleLinop(sizes=...)` expects a mapping such as {{'N': 6}}; got "
+            f"{type(sizes).__name__}."
+        )
+    what = "`SimpleLinop(sizes=...)`"
+    return tuple((as_dims((d,))[0], as_size(n, what)) for d, n in (sizes or {}).items())
 
 
 def _check_derivable(ishape: Dims, oshape: Dims, sizes: dict[str, int]) -> None:

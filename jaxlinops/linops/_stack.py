@@ -7,6 +7,7 @@ from typing import ClassVar
 import equinox as eqx
 import jax.numpy as jnp
 
+from .._arrays import as_size
 from .._dims import Dims, axis_of, fmt
 from .._linop import NamedLinop, dims_field
 from ._blocks import AbstractBlocks
@@ -52,8 +53,8 @@ class Stack(AbstractBlocks):
         - `odim_and_idx`: `(dim, index)`: a new output dim at position `index` of `oshape`.
         """
         self.linops = unify("Stack", as_linops("Stack", linops))
-        idim, self.iidx = idim_and_idx or (None, 0)
-        odim, self.oidx = odim_and_idx or (None, 0)
+        idim, self.iidx = _dim_and_idx("idim_and_idx", idim_and_idx)
+        odim, self.oidx = _dim_and_idx("odim_and_idx", odim_and_idx)
         self.idim = _one_dim("Stack(idim_and_idx=...)", idim)
         self.odim = _one_dim("Stack(odim_and_idx=...)", odim)
 
@@ -108,3 +109,12 @@ class Stack(AbstractBlocks):
             idim_and_idx=(self.odim[0], self.oidx) if self.odim else None,
             odim_and_idx=(self.idim[0], self.iidx) if self.idim else None,
         )
+
+
+def _dim_and_idx(arg: str, value) -> tuple[str | None, int]:
+    """`(dim, index)` checked: a dim name and an integer position (None: no new dim)."""
+    if value is None:
+        return None, 0
+    if not (isinstance(value, (tuple, list)) and len(value) == 2):
+        raise TypeError(f"`Stack({arg}=...)` expects a pair (dim, index); got {value!r}.")
+    return value[0], as_size(value[1], f"`Stack({arg}=...)` index", None)

@@ -6,6 +6,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
+from .._arrays import as_size
 from .._dims import ELLIPSIS, Dims, DimsLike, as_dims, fmt
 from .._linop import NamedLinop, dims_field, identity_normal
 from .._split import split_arrays
@@ -36,7 +37,7 @@ class Truncate(NamedLinop):
           `0 <= to_length <= from_length`.
         - `ishape`, `oshape`: input and output dims.
         """
-        self.dim, self.from_length, self.to_length = int(dim), int(from_length), int(to_length)
+        self.dim, self.from_length, self.to_length = _ints(self, dim, from_length, to_length)
         self.ishape, self.oshape = as_dims(ishape), as_dims(oshape)
 
     def __check_init__(self):
@@ -83,7 +84,7 @@ class PadDim(NamedLinop):
           `0 <= from_length <= to_length`.
         - `ishape`, `oshape`: input and output dims.
         """
-        self.dim, self.from_length, self.to_length = int(dim), int(from_length), int(to_length)
+        self.dim, self.from_length, self.to_length = _ints(self, dim, from_length, to_length)
         self.ishape, self.oshape = as_dims(ishape), as_dims(oshape)
 
     def __check_init__(self):
@@ -105,10 +106,18 @@ class PadDim(NamedLinop):
     def adjoint(self) -> NamedLinop:
         return Truncate(self.dim, self.to_length, self.from_length, self.oshape, self.ishape)
 
-    def normal(self, inner: NamedLinop | None = None) -> NamedLinop:
-        if inner is not None:
-            return super().normal(inner)
-        return identity_normal(self)
+    def _normal(self, inner: NamedLinop | None) -> NamedLinop | None:
+        return identity_normal(self) if inner is None else None
+
+
+def _ints(op, dim, from_length, to_length) -> tuple[int, int, int]:
+    """`dim` and the lengths as Python ints, refusing non-integral (`4.5`) or traced
+    values (lengths are checked against each other in `_check`)."""
+    name = type(op).__name__
+    return tuple(
+        as_size(v, f"`{name}({arg}=...)`", None)
+        for arg, v in (("dim", dim), ("from_length", from_length), ("to_length", to_length))
+    )
 
 
 def _end_pad(x: jax.Array, dim: int, n: int) -> jax.Array:

@@ -27,7 +27,7 @@ import jax.numpy as jnp
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from .._dims import Dims, axis_of
-from .._linop import NamedLinop, dims_field
+from .._linop import NamedLinop, dims_field, stacked_field
 from .._split import as_tile, take, tile_length
 from ..linops._adjoint import Adjoint
 from ._log import log_application
@@ -62,7 +62,7 @@ class BatchedLinop(NamedLinop):
     `lax.switch`, and every array is replicated).
     """
 
-    tiles: NamedLinop | tuple[NamedLinop, ...]
+    tiles: NamedLinop | tuple[NamedLinop, ...] = stacked_field()
     ishape: Dims = dims_field()
     oshape: Dims = dims_field()
     batch: tuple[tuple[str, BatchDim], ...] = dims_field("pairs")
