@@ -97,7 +97,10 @@ def _all_finite(x: jax.Array) -> jax.Array:
 def has_nonfinite(x: jax.Array) -> bool:
     """Whether a concrete array holds NaN or Inf (False for tracers, whose values are not
     known): one compiled reduction per shape."""
-    return not isinstance(x, jax.core.Tracer) and not bool(_all_finite(x))
+    if isinstance(x, jax.core.Tracer):
+        return False
+    with jax.ensure_compile_time_eval():  # concrete even inside an outer jit
+        return not bool(_all_finite(x))
 
 
 _COMPUTABLE = tuple(

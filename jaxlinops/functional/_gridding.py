@@ -43,10 +43,15 @@ def window_sizes(width: tuple[float, ...]) -> tuple[int, ...]:
 def neighbourhoods(locs, grid, width, kernel, norm, pad_mode, params) -> Neighbourhoods:
     """The windows and kernel weights of the points `locs` (`[P, D]`, real).
 
-    Window entries further than `w_d / 2` from the point on an axis, or with a non-finite
-    weight, get weight 0. The per-axis terms are computed by one `lax.map` over the axes: its
-    loop body keeps XLA from fusing (and so recomputing) the kernel evaluation into every
-    window entry that uses it, and its `[L, P]` layout vectorises over points.
+    Window entries further than `w_d / 2` from the point on an axis get weight 0. With
+    circular padding each coordinate is first reduced modulo `N_d` by a float remainder,
+    which is exact up to the rounding of a value in `[0, N_d)`: a point far from the grid
+    keeps all the precision its dtype holds (a float32 of magnitude 1e9 is a whole number,
+    and is wrapped as that number). A point with a non-finite coordinate, or outside
+    `[0, N_d - 1]` with zero padding, gets NaN weights, so its gathered value and every grid
+    entry it spreads to are NaN. The per-axis terms are computed by one `lax.map` over the
+    axes: its loop body keeps XLA from fusing (and so recomputing) the kernel evaluation
+    into every window entry that uses it, and its `[L, P]` layout vectorises over points.
     """
     sizes = window_sizes(width)
     size = max(sizes)
@@ -54,16 +59,20 @@ def neighbourhoods(locs, grid, width, kernel, norm, pad_mode, params) -> Neighbo
 
     def axis_terms(args):
         p, n, r, s = args
+        if pad_mode == "circular":
+            p = jnp.remainder(p, n.astype(p.dtype))
+            bad = ~jnp.isfinite(p)
+        else:
+            bad = ~((p >= 0) & (p <= (n - 1).astype(p.dtype)))  # also true for NaN
         first = jnp.ceil(p - r)[None]
         distance = first + jnp.arange(size, dtype=p.dtype)[:, None] - p[None]  # [L, P]
         inside = jnp.abs(distance) <= r
         delta = distance / r
         if norm == 1:
-            value = fn(delta)
-            delta = jnp.where(inside & jnp.isfinite(value), value, 0.0)
-        first = first[0].astype(jnp.int32)
+            delta = jnp.where(inside, fn(delta), 0.0)
+        first = jnp.where(bad, 0.0, first[0]).astype(jnp.int32)
         start = first % n if pad_mode == "circular" else jnp.clip(first, -s, n) + s
-        return start, delta, inside
+        return start, jnp.where(bad, jnp.nan, delta), inside
 
     radii = jnp.asarray([w / 2 for w in width], locs.dtype)
     terms = (locs.T, jnp.asarray(grid, jnp.int32), radii, jnp.asarray(sizes, jnp.int32))
@@ -73,9 +82,8 @@ def neighbourhoods(locs, grid, width, kernel, norm, pad_mode, params) -> Neighbo
         return Neighbourhoods(starts.T, values)
     inside = tuple(m[:s].T for m, s in zip(inside, sizes))
     squared = _outer(tuple(v * v for v in values), jnp.add)
-    value = fn(_safe_sqrt(squared))
-    keep = _outer(inside, jnp.logical_and) & jnp.isfinite(value)
-    return Neighbourhoods(starts.T, (jnp.where(keep, value, 0.0),))
+    value = jnp.where(_outer(inside, jnp.logical_and), fn(_safe_sqrt(squared)), 0.0)
+    return Neighbourhoods(starts.T, (jnp.where(jnp.isnan(squared), jnp.nan, value),))
 
 
 def point_order(locs: jax.Array, grid) -> jax.Array:
@@ -150,12 +158,11 @@ def _sizes(nbhd: Neighbourhoods) -> tuple[int, ...]:
 
 
 def _window_weights(weights: tuple[jax.Array, ...]) -> jax.Array:
-    """`[C, L_1, ..., L_D]`: the outer product of the per-axis factors (0 where it overflows),
-    or the full weights."""
+    """`[C, L_1, ..., L_D]`: the outer product of the per-axis factors, or the full
+    weights."""
     if len(weights) == 1 and weights[0].ndim > 2:
         return weights[0]
-    product = _outer(weights, jnp.multiply)
-    return jnp.where(jnp.isfinite(product), product, 0.0)
+    return _outer(weights, jnp.multiply)
 
 
 def _outer(factors: tuple[jax.Array, ...], op) -> jax.Array:

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 import jax
 import jax.numpy as jnp
 
-from .._arrays import as_array, promote
+from .._arrays import as_array, as_sizes, promote
 from ._gridding import gather_windows, neighbourhoods, scatter_windows
 from ._kernels import check_locs, check_locs_in_grid, check_options, check_width
 
@@ -35,7 +35,9 @@ def interpolate(
     **Arguments:**
 
     - `vals`: the grid values, real or complex.
-    - `locs`: the points, a real array `[L..., D]` (finite values).
+    - `locs`: the points, a real array `[L..., D]` (finite values): any value with
+      `"circular"` padding (reduced modulo the grid size at the precision of a value in
+      `[0, N)`), `[0, N - 1]` with `"zero"` padding.
     - `width`: the kernel width in grid points: a number or one per grid axis, at most the
       grid size.
     - `kernel`: `"kaiser_bessel"` ($I_0(\beta \sqrt{1 - x^2})$, unnormalised) or
@@ -45,6 +47,13 @@ def interpolate(
       the edges count as zeros; the points themselves must lie in `[0, N - 1]`).
     - `kernel_params`: a mapping (or pairs) of kernel parameters: `{"beta": 1.0}` for
       Kaiser–Bessel.
+
+    **Bad values:** concrete `locs` with NaN or Inf, or outside the grid with
+    `pad_mode="zero"`, raise a ValueError. Traced `locs` (under `jit`, `vmap`, `grad`)
+    cannot be checked in Python: such a point gets NaN kernel weights, so its output is
+    NaN (and in [`interpolate_adjoint`][] NaN reaches every grid entry of its window).
+    This costs nothing extra, where a runtime check would need a reduction and a host
+    round trip on every call.
     """
     vals = as_array(vals, "`interpolate(vals=...)`")
     locs = as_array(locs, "`interpolate(locs=...)`")
@@ -77,16 +86,16 @@ def interpolate_adjoint(
 
     `vals` has shape `[B..., L...]` with `[L...] = locs.shape[:-1]`; the result has shape
     `[B..., *grid_size]`. The arguments are those of [`interpolate`][], plus `grid_size`,
-    the `D` sizes of the grid.
+    the `D` sizes of the grid; bad values are treated as there.
     """
     vals = as_array(vals, "`interpolate_adjoint(vals=...)`")
     locs = as_array(locs, "`interpolate_adjoint(locs=...)`")
     check_locs("interpolate_adjoint", locs)
-    grid = tuple(int(n) for n in grid_size)
-    if len(grid) != locs.shape[-1] or any(n < 1 for n in grid):
+    grid = as_sizes(grid_size, "`interpolate_adjoint(grid_size=...)`", 1)
+    if len(grid) != locs.shape[-1]:
         raise ValueError(
-            f"`interpolate_adjoint`: grid_size must give {locs.shape[-1]} positive sizes (one "
-            f"per locs coordinate, locs shape {tuple(locs.shape)}); got {tuple(grid_size)}."
+            f"`interpolate_adjoint`: grid_size must give {locs.shape[-1]} sizes (one per locs "
+            f"coordinate, locs shape {tuple(locs.shape)}); got {tuple(grid_size)}."
         )
     points = locs.shape[:-1]
     if vals.ndim < len(points) or vals.shape[vals.ndim - len(points) :] != points:

@@ -69,6 +69,20 @@ def kernel_fn(kernel: str, params: tuple[tuple[str, float], ...]) -> Callable:
     return lambda x: kaiser_bessel(x, beta)
 
 
+def as_number(name: str, arg: str, value, minimum: float) -> float:
+    """`value` as a finite Python float of at least `minimum`: a TypeError for a non-number
+    (a string, a bool, an array), a ValueError for a value out of range."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(
+        value, (int, float, np.integer, np.floating)
+    ):
+        raise TypeError(
+            f"`{name}`: {arg} must be a real number; got {value!r} ({type(value).__name__})."
+        )
+    if not (np.isfinite(value) and value >= minimum):
+        raise ValueError(f"`{name}`: {arg} must be a finite number >= {minimum}; got {value!r}.")
+    return float(value)
+
+
 def check_options(name: str, kernel: str, norm, pad_mode: str, kernel_params) -> tuple:
     """Validate the kernel options; return `(norm, kernel_params)` normalised to an int and a
     sorted tuple of `(name, float)` pairs with the defaults filled in."""
@@ -76,7 +90,7 @@ def check_options(name: str, kernel: str, norm, pad_mode: str, kernel_params) ->
         raise ValueError(f"`{name}`: unknown kernel {kernel!r}; expected one of {KERNELS}.")
     if pad_mode not in PAD_MODES:
         raise ValueError(f"`{name}`: unknown pad_mode {pad_mode!r}; expected one of {PAD_MODES}.")
-    if str(norm) not in ("1", "2") or isinstance(norm, bool):
+    if isinstance(norm, (bool, np.bool_, str)) or norm not in (1, 2):
         raise ValueError(f"`{name}`: norm must be 1 or 2; got {norm!r}.")
     given = dict(kernel_params or ())
     unknown = sorted(set(given) - set(_KERNEL_PARAMS[kernel]))
@@ -86,21 +100,23 @@ def check_options(name: str, kernel: str, norm, pad_mode: str, kernel_params) ->
             f"among {sorted(_KERNEL_PARAMS[kernel])}."
         )
     params = {**_KERNEL_PARAMS[kernel], **given}
-    return int(norm), tuple(sorted((k, float(v)) for k, v in params.items()))
+    params = {k: as_number(name, f"kernel_params[{k!r}]", v, 0.0) for k, v in params.items()}
+    return int(norm), tuple(sorted(params.items()))
 
 
 def check_width(name: str, width, grid: Sequence[int]) -> tuple[float, ...]:
     """Validate `width` (a number or one per grid axis) against the grid; return a tuple of
     floats, one per axis."""
     ndim = len(grid)
-    widths = tuple(width) if isinstance(width, Sequence) else (width,) * ndim
+    one = isinstance(width, str) or not isinstance(width, Sequence)
+    widths = (width,) * ndim if one else tuple(width)
     if len(widths) != ndim:
         raise ValueError(
             f"`{name}`: width must be a number or a tuple of {ndim} numbers (one per grid "
             f"axis); got {width!r}."
         )
-    widths = tuple(float(w) for w in widths)
-    if any(not np.isfinite(w) or w <= 0 for w in widths):
+    widths = tuple(as_number(name, "width", w, 0.0) for w in widths)
+    if any(w <= 0 for w in widths):
         raise ValueError(f"`{name}`: widths must be positive and finite; got {width!r}.")
     if any(w > n for w, n in zip(widths, grid)):
         raise ValueError(
@@ -110,8 +126,9 @@ def check_width(name: str, width, grid: Sequence[int]) -> tuple[float, ...]:
 
 
 def check_locs(name: str, locs: jax.Array) -> None:
-    """Raise unless `locs` is a real array `[L..., D]` with finite values (values are checked
-    only when concrete)."""
+    """Raise unless `locs` is a real array `[L..., D]`, with finite values when they are
+    known (a concrete array, also inside a traced function; traced values are not checked
+    here: the kernels turn non-finite points into NaN)."""
     if locs.ndim < 1 or locs.shape[-1] < 1:
         raise ValueError(
             f"`{name}`: locs must have shape [L..., D] with D >= 1; got shape {tuple(locs.shape)}."
@@ -119,7 +136,9 @@ def check_locs(name: str, locs: jax.Array) -> None:
     real = jnp.issubdtype(locs.dtype, jnp.floating) or jnp.issubdtype(locs.dtype, jnp.integer)
     if not real:
         raise TypeError(f"`{name}`: locs must be a real array; got dtype {locs.dtype}.")
-    if has_nonfinite(locs):
+    with jax.ensure_compile_time_eval():  # a constant array stays concrete under jit
+        nonfinite = has_nonfinite(locs)
+    if nonfinite:
         raise ValueError(f"`{name}`: locs contain NaN or Inf values.")
 
 
@@ -131,10 +150,12 @@ def _extent(locs: jax.Array) -> tuple[jax.Array, jax.Array]:
 
 def check_locs_in_grid(name: str, locs: jax.Array, grid: Sequence[int], pad_mode: str) -> None:
     """With `pad_mode="zero"`, raise unless every point lies in the grid, `[0, N - 1]` per
-    axis (values are checked only when concrete); circular padding accepts any point."""
+    axis (values are checked only when concrete; the kernels turn traced points outside the
+    grid into NaN); circular padding accepts any point."""
     if pad_mode != "zero" or isinstance(locs, jax.core.Tracer) or locs.size == 0:
         return
-    lo, hi = (np.asarray(v) for v in _extent(locs))
+    with jax.ensure_compile_time_eval():
+        lo, hi = (np.asarray(v) for v in _extent(locs))
     for d, n in enumerate(grid):
         if lo[d] < 0 or hi[d] > n - 1:
             raise ValueError(

@@ -11,12 +11,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._arrays import as_array, has_nonfinite, promote, right_align
+from .._arrays import as_array, as_sizes, has_nonfinite, promote, right_align
 from ._fft import centered_fftn
 from ._gridding import point_order
-from ._index import index, index_adjoint
+from ._index import gather, scatter
 from ._interp import grid_points, ungrid
-from ._kernels import check_locs, check_width
+from ._kernels import as_number, check_locs
 from ._pad import _check_trailing, center_crop, center_pad
 
 MODES = ("interpolate", "sampling")
@@ -65,16 +65,27 @@ def nufft_plan(
     **Arguments:**
 
     - `locs`: a real array `[L..., D]` of frequencies in cycles per field of view,
-      $[-N/2, N/2]$ per axis ('ij' order, `D = len(grid_size)`, finite values).
-    - `grid_size`: the `D` image sizes $N$.
+      $[-N/2, N/2]$ per axis ('ij' order, `D = len(grid_size)`). Any finite value is
+      valid: the transform is $N$-periodic in each coordinate, and the plan reduces the
+      coordinates modulo $N$ by a float remainder, which loses no precision the value
+      holds (a float32 frequency of magnitude 1e9 is a whole number, and is used as that
+      number).
+    - `grid_size`: the `D` image sizes $N$ (integers; integral floats are accepted).
     - `oversamp`: the padded grid is $N_{pad} = \lfloor \mathrm{oversamp} \cdot N \rfloor$
-      per axis (at least 1).
+      per axis (a number, at least 1).
     - `width`: the Kaiser–Bessel kernel width in padded-grid points (at most $N_{pad}$);
       $\beta = \pi \sqrt{(w / \mathrm{os})^2 (\mathrm{os} - 1/2)^2 - 0.8}$.
     - `mode`: `"interpolate"` (Kaiser–Bessel gridding) or `"sampling"` (nearest padded-grid
       point, no apodization or scaling).
     - `apodize_weights`: real weights of shape `grid_size` replacing the default
       apodization (interpolate mode only).
+
+    **Bad values:** concrete `locs` with NaN or Inf raise a ValueError. Traced `locs`
+    (under `jit`, `vmap`, `grad`) cannot be checked in Python. In interpolate mode such a
+    point gets NaN kernel weights, so its output is NaN and the adjoint spreads NaN onto
+    the grid (no extra cost). In sampling mode the points are integer indices, which
+    cannot hold NaN: the plan checks them with `equinox.error_if` (one reduction when the
+    plan is made), which raises an error at run time.
     """
     return make_plan("nufft_plan", locs, grid_size, oversamp, width, mode, apodize_weights)
 
@@ -108,7 +119,7 @@ def forward(x: jax.Array, plan: NUFFTPlan) -> jax.Array:
         x = x * apodize
     k = centered_fftn(center_pad(x, plan.grid_size, plan.padded_size), ndim)
     if plan.mode == "sampling":
-        return index(k, tuple(jnp.moveaxis(plan.locs, -1, 0)))
+        return gather(k, tuple(jnp.moveaxis(plan.locs, -1, 0)))
     return ungrid(k, plan.locs, *_kernel(plan), plan.order) / plan.scale
 
 
@@ -117,7 +128,7 @@ def adjoint(y: jax.Array, plan: NUFFTPlan) -> jax.Array:
     """[`nufft_adjoint`][] without input checks, compiled once per shape and plan settings."""
     ndim = len(plan.grid_size)
     if plan.mode == "sampling":
-        k = index_adjoint(y, tuple(jnp.moveaxis(plan.locs, -1, 0)), plan.padded_size)
+        k = scatter(y, tuple(jnp.moveaxis(plan.locs, -1, 0)), plan.padded_size)
     else:
         k = grid_points(y / plan.scale, plan.locs, plan.padded_size, *_kernel(plan), plan.order)
     x = center_crop(centered_fftn(k, ndim, inverse=True), plan.padded_size, plan.grid_size)
@@ -131,30 +142,37 @@ def make_plan(name, locs, grid_size, oversamp, width, mode, apodize_weights) -> 
     """[`nufft_plan`][] with errors naming `name`."""
     locs = as_array(locs, f"`{name}(locs=...)`")
     check_locs(name, locs)
-    grid = tuple(int(n) for n in grid_size)
-    if locs.shape[-1] != len(grid) or any(n < 1 for n in grid):
+    grid = as_sizes(grid_size, f"`{name}(grid_size=...)`", 1)
+    if locs.shape[-1] != len(grid):
         raise ValueError(
-            f"`{name}`: locs must have shape [L..., D] with D = len(grid_size) = {len(grid)} "
-            f"(and positive sizes); got locs of shape {tuple(locs.shape)} and grid_size "
-            f"{tuple(grid_size)}."
+            f"`{name}`: locs must have shape [L..., D] with D = len(grid_size) = {len(grid)}; "
+            f"got locs of shape {tuple(locs.shape)} and grid_size {tuple(grid_size)}."
         )
     if mode not in MODES:
         raise ValueError(f"`{name}`: unknown mode {mode!r}; expected one of {MODES}.")
-    if not float(oversamp) >= 1.0:
-        raise ValueError(f"`{name}`: oversamp must be at least 1; got {oversamp!r}.")
-    padded = tuple(int(n * float(oversamp)) for n in grid)
-    w = check_width(name, float(width), padded)[0]
-    beta = _beta(name, w, float(oversamp))
+    oversamp = as_number(name, "oversamp", oversamp, 1.0)
+    width = as_number(name, "width", width, 0.0)
+    padded = tuple(int(n * oversamp) for n in grid)
+    if width <= 0 or any(width > n for n in padded):
+        raise ValueError(
+            f"`{name}`: width={width:g} must be positive and at most the padded grid "
+            f"floor(oversamp * grid_size) = {padded} on every axis (grid_size={grid}, "
+            f"oversamp={oversamp:g}); use a smaller width, a larger oversamp or a larger grid."
+        )
+    beta = _beta(name, width, oversamp)
     if mode == "sampling" and apodize_weights is not None:
         raise ValueError(f"`{name}`: apodize_weights apply only to mode='interpolate'.")
     if not jnp.issubdtype(locs.dtype, jnp.floating):
         locs = locs.astype(jnp.result_type(float))
     prepped = _prep_locs(locs, grid, padded, mode)
     if mode == "sampling":
-        return NUFFTPlan(prepped, None, None, grid, padded, float(oversamp), w, beta, mode)
-    apodize = _apodize_weights(name, apodize_weights, grid, padded, w, beta, locs.dtype)
+        if isinstance(locs, jax.core.Tracer):
+            bad = ~jnp.all(jnp.isfinite(locs))
+            prepped = eqx.error_if(prepped, bad, f"`{name}`: locs contain NaN or Inf values.")
+        return NUFFTPlan(prepped, None, None, grid, padded, oversamp, width, beta, mode)
+    apodize = _apodize_weights(name, apodize_weights, grid, padded, width, beta, locs.dtype)
     order = sorted_order(prepped, padded)
-    return NUFFTPlan(prepped, apodize, order, grid, padded, float(oversamp), w, beta, mode)
+    return NUFFTPlan(prepped, apodize, order, grid, padded, oversamp, width, beta, mode)
 
 
 def sorted_order(locs: jax.Array, padded: tuple[int, ...]) -> jax.Array | None:
@@ -165,11 +183,14 @@ def sorted_order(locs: jax.Array, padded: tuple[int, ...]) -> jax.Array | None:
 @functools.partial(jax.jit, static_argnums=(1, 2, 3))
 def _prep_locs(locs: jax.Array, grid: tuple, padded: tuple, mode: str) -> jax.Array:
     """Cycles per field of view -> padded-grid units in `[0, Npad)`, `N_pad // 2` being the
-    origin; rounded to integer grid points in sampling mode."""
+    origin; rounded to integer grid points in sampling mode. The frequencies are first
+    reduced modulo `N` (exactly, before any rounding), so a large one keeps its
+    precision."""
     shape = (1,) * (locs.ndim - 1) + (len(grid),)
     n, npad = np.array(grid, float), np.array(padded, float)
     npad_ = jnp.asarray(npad.reshape(shape), locs.dtype)
-    prepped = locs * jnp.asarray((npad / n).reshape(shape), locs.dtype) + npad_ // 2
+    reduced = jnp.remainder(locs, jnp.asarray(n.reshape(shape), locs.dtype))
+    prepped = reduced * jnp.asarray((npad / n).reshape(shape), locs.dtype) + npad_ // 2
     if mode == "sampling":
         return jnp.remainder(jnp.round(prepped), npad_).astype(jnp.int32)
     return jnp.remainder(prepped, npad_)
@@ -180,7 +201,8 @@ def _beta(name: str, width: float, oversamp: float) -> float:
     if square <= 0:
         raise ValueError(
             f"`{name}`: width {width} and oversamp {oversamp} give no real Kaiser–Bessel "
-            f"beta ((w / os)^2 (os - 1/2)^2 - 0.8 = {square:.3g} must be positive)."
+            f"beta ((w / os)^2 (os - 1/2)^2 - 0.8 = {square:.3g} must be positive): use "
+            f"width > {math.sqrt(0.8) * oversamp / (oversamp - 0.5):.4g} at this oversamp."
         )
     return math.pi * math.sqrt(square)
 
@@ -203,7 +225,9 @@ def _apodize_weights(name, weights, grid, padded, width, beta, dtype) -> jax.Arr
             f"`{name}`: apodize_weights must be a real array of shape grid_size {grid}; got "
             f"shape {tuple(weights.shape)} and dtype {weights.dtype}."
         )
-    if has_nonfinite(weights):
+    with jax.ensure_compile_time_eval():
+        nonfinite = has_nonfinite(weights)
+    if nonfinite:
         raise ValueError(f"`{name}`: apodize_weights contain NaN or Inf values.")
     return weights
 

@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 
 from ._fft import centered_fftn
-from ._index import index_adjoint
+from ._index import scatter
 from ._nufft import NUFFTPlan, adjoint, make_plan
 
 
@@ -53,7 +53,7 @@ def toeplitz_kernel(weights: jax.Array, plan: NUFFTPlan, oversamp: float) -> jax
     """
     ndim = len(plan.grid_size)
     if plan.mode == "sampling":
-        return index_adjoint(weights, tuple(jnp.moveaxis(plan.locs, -1, 0)), plan.padded_size)
+        return scatter(weights, tuple(jnp.moveaxis(plan.locs, -1, 0)), plan.padded_size)
     size = embedded_size(plan, oversamp)
     lead = (1,) * (plan.locs.ndim - 1)
     npad = jnp.asarray(plan.padded_size, plan.locs.dtype).reshape(lead + (ndim,))

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import equinox as eqx
 import jax
 
-from .._arrays import as_array
+from .._arrays import as_array, as_sizes
 from .._dims import ELLIPSIS, Dims, DimsLike, as_dims, fmt, size_of
 from .._linop import NamedLinop, dims_field
 from .._split import split_arrays
@@ -31,6 +31,14 @@ class Interpolate(NamedLinop):
     `locs_batch_shape` is the single-dim wildcards `"(1)"`, `"(2)"`, ... (one per leading
     axis of `locs`), which a [`jaxlinops.Chain`][] resolves from its neighbours
     (torchlinops uses a second `"..."`, which a shape cannot hold here).
+
+    **Bad values:** concrete `locs` with NaN or Inf, or outside `[0, N - 1]` with
+    `pad_mode="zero"`, raise a ValueError at construction (also for a constant array
+    inside a traced function). Traced `locs` cannot be checked in Python: such a point gets
+    NaN kernel weights, so its output is NaN and the adjoint spreads NaN onto its window
+    of the grid (no extra cost, and it holds on every path: construction, `split`,
+    `jax.tree_util` edits of `locs`). With circular padding any finite point is valid: it
+    is reduced modulo the grid size at the precision of a value in `[0, N)`.
     """
 
     locs: jax.Array
@@ -60,8 +68,8 @@ class Interpolate(NamedLinop):
         """**Arguments:**
 
         - `locs`: the points, a real array `[L..., D]` in grid units `[0, N - 1]` (finite
-          values, checked when concrete).
-        - `grid_size`: the `D` sizes of the grid.
+          values, checked when concrete; see "Bad values" above).
+        - `grid_size`: the `D` sizes of the grid (integers; integral floats are accepted).
         - `batch_shape`: leading dims shared by input and output (default `"..."`).
         - `locs_batch_shape`: dims of the points, one per leading axis of `locs` (default
           the wildcards `"(1)"`, `"(2)"`, ...).
@@ -78,7 +86,7 @@ class Interpolate(NamedLinop):
         """
         self.locs = as_array(locs, "`Interpolate(locs=...)`")
         check_locs("Interpolate", self.locs)
-        self.grid_size = tuple(int(n) for n in grid_size)
+        self.grid_size = as_sizes(grid_size, "`Interpolate(grid_size=...)`", 1)
         ndim, nbatch = self.locs.shape[-1], self.locs.ndim - 1
         self.batch_shape = as_dims(batch_shape, ELLIPSIS)
         self.locs_batch_shape = as_dims(
@@ -138,9 +146,9 @@ class Interpolate(NamedLinop):
 
 
 def _checked_grid(grid_size: tuple[int, ...], ndim: int) -> tuple[int, ...]:
-    if len(grid_size) != ndim or any(n < 1 for n in grid_size):
+    if len(grid_size) != ndim:
         raise ValueError(
-            f"`Interpolate`: grid_size must give {ndim} positive sizes (one per locs "
-            f"coordinate); got {grid_size}."
+            f"`Interpolate`: grid_size must give {ndim} sizes (one per locs coordinate); got "
+            f"{grid_size}."
         )
     return grid_size

@@ -10,6 +10,7 @@ import jax
 from .._dims import ELLIPSIS, Dims, DimsLike, as_dims, fmt, size_of
 from .._linop import NamedLinop, dims_field
 from .._split import mask_padded, slice_arrays
+from ..functional._kernels import as_number
 from ..functional._nufft import NUFFTPlan, adjoint, forward, make_plan, sorted_order
 from ..functional._toeplitz import check_embedding
 from ._fft import KSPACE_DIMS
@@ -41,6 +42,15 @@ class NUFFT(NamedLinop):
     Its error against $A^H A$ is of the order of the NUFFT's own. In sampling mode the
     embedded grid is the padded grid and the normal is exact. Other `inner` operators get
     the default normal.
+
+    **Bad values:** concrete `locs` with NaN or Inf raise a ValueError at construction
+    (also for a constant array inside a traced function). Traced `locs` (built inside
+    `jit`, `vmap` or `grad`) cannot be checked in Python: with `mode="interpolate"` such a
+    point gets NaN kernel weights, so its output is NaN, the adjoint spreads NaN onto the
+    grid and a Toeplitz normal is all NaN (no extra cost); with `mode="sampling"` the
+    rounded indices cannot hold NaN, so the plan checks them with `equinox.error_if`,
+    which raises at run time. Any finite frequency is valid: coordinates are reduced
+    modulo $N$ exactly, so a large one keeps the precision its dtype holds.
     """
 
     plan: NUFFTPlan
@@ -69,15 +79,18 @@ class NUFFT(NamedLinop):
         """**Arguments:**
 
         - `locs`: a real array `[L..., D]` of frequencies in cycles per field of view,
-          $[-N/2, N/2]$ per axis (finite; `D = len(grid_size)`).
-        - `grid_size`: the `D` image sizes.
+          $[-N/2, N/2]$ per axis (any finite value, taken modulo $N$;
+          `D = len(grid_size)`).
+        - `grid_size`: the `D` image sizes (integers; integral floats are accepted).
         - `output_shape`: the dims of the points, one per leading axis of `locs`.
         - `input_shape`: the `D` image dims (default `("Nx", "Ny", "Nz")[:D]`).
         - `input_kshape`: names of the (internal) padded k-space dims (default
           `("Kx", "Ky", "Kz")[:D]`).
         - `batch_shape`: leading dims shared by input and output (default `"..."`).
-        - `oversamp`: the padding factor, $N_{pad} = \\lfloor \\mathrm{os} N \\rfloor$.
-        - `width`: the Kaiser–Bessel kernel width in padded-grid points.
+        - `oversamp`: the padding factor (at least 1),
+          $N_{pad} = \\lfloor \\mathrm{os} N \\rfloor$.
+        - `width`: the Kaiser–Bessel kernel width in padded-grid points (at most $N_{pad}$
+          on every axis).
         - `mode`: `"interpolate"` or `"sampling"`.
         - `apodize_weights`: real weights of shape `grid_size` replacing the default
           apodization (interpolate mode).
@@ -93,7 +106,7 @@ class NUFFT(NamedLinop):
         self.input_kshape = as_dims(input_kshape, KSPACE_DIMS[:ndim] if defaults else None)
         self.batch_shape = as_dims(batch_shape, ELLIPSIS)
         self.toeplitz = bool(toeplitz)
-        self.toeplitz_oversamp = float(toeplitz_oversamp)
+        self.toeplitz_oversamp = as_number("NUFFT", "toeplitz_oversamp", toeplitz_oversamp, 1.0)
 
     def __check_init__(self):
         where = f"`NUFFT({fmt(self.ishape)} -> {fmt(self.oshape)})`"
@@ -146,6 +159,5 @@ class NUFFT(NamedLinop):
     def apply_adjoint(self, y: jax.Array) -> jax.Array:
         return adjoint(y, self.plan)
 
-    def normal(self, inner: NamedLinop | None = None) -> NamedLinop:
-        normal = toeplitz_normal(self, inner) if self.toeplitz else None
-        return super().normal(inner) if normal is None else normal
+    def _normal(self, inner: NamedLinop | None) -> NamedLinop | None:
+        return toeplitz_normal(self, inner) if self.toeplitz else None

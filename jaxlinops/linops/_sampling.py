@@ -9,11 +9,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._arrays import as_array
+from .._arrays import as_array, as_size, as_sizes
 from .._dims import ELLIPSIS, Dims, DimsLike, as_dims, fmt, has_wildcards, size_of
 from .._linop import NamedLinop, dims_field, normal_oshape, with_oshape
 from .._split import split_arrays
-from ..functional._index import index, index_adjoint
+from ..functional._index import checked_range, gather, scatter
 from ._diagonal import Diagonal
 
 
@@ -28,6 +28,12 @@ class Sampling(NamedLinop):
 
     Without `input_shape` / `output_shape` the dims are single-dim wildcards (`"(1)"`,
     `"(2)"`, ...) that a [`jaxlinops.Chain`][] resolves from its neighbours.
+
+    **Bad values:** an index outside `[0, size - 1]` raises a ValueError at construction
+    when the indices are concrete (also a constant array inside a traced function). Traced
+    indices (built inside `jit`, `vmap` or `grad`) are checked by `equinox.error_if` at
+    construction (a min/max per axis), which raises at run time: integer indices cannot
+    carry NaN, and an unchecked one would wrap around to a plausible wrong entry.
     """
 
     idx: tuple[jax.Array, ...]
@@ -47,8 +53,9 @@ class Sampling(NamedLinop):
         """**Arguments:**
 
         - `idx`: a tuple of `D` integer arrays of one shape `[M...]`, one per sampled axis,
-          with values in `[0, size - 1]` (checked when the values are concrete).
-        - `input_size`: the `D` sizes of the sampled grid.
+          with values in `[0, size - 1]` (see "Bad values" above).
+        - `input_size`: the `D` sizes of the sampled grid (integers; integral floats are
+          accepted).
         - `output_shape`: dims of the points, one per axis of the index arrays.
         - `input_shape`: dims of the grid, one per index array.
         - `batch_shape`: leading dims shared by input and output (default `"..."`).
@@ -59,9 +66,11 @@ class Sampling(NamedLinop):
                 f"axis); got {type(idx).__name__}. For an array of shape [M..., D] use "
                 f"`Sampling.from_stacked_idx`."
             )
-        self.idx = tuple(as_array(i, "`Sampling(idx=...)`") for i in idx)
-        self.input_size = tuple(int(n) for n in input_size)
-        ndim = self.idx[0].ndim if self.idx else 0
+        idx = tuple(as_array(i, "`Sampling(idx=...)`") for i in idx)
+        self.input_size = as_sizes(input_size, "`Sampling(input_size=...)`", 1)
+        _check_indices(idx, self.input_size)
+        self.idx = checked_range("Sampling", idx, self.input_size)
+        ndim = self.idx[0].ndim
         self.input_shape = as_dims(input_shape, _ordinals(1, len(self.input_size)))
         self.output_shape = as_dims(output_shape, _ordinals(len(self.input_size) + 1, ndim))
         self.batch_shape = as_dims(batch_shape, ELLIPSIS)
@@ -99,13 +108,17 @@ class Sampling(NamedLinop):
         """Build from one integer array of shape `[M..., D]` (`dim` is the axis of length
         `D`)."""
         idx = as_array(idx, "`Sampling.from_stacked_idx(idx=...)`")
+        dim = as_size(dim, "`Sampling.from_stacked_idx(dim=...)`", None)
+        if not -idx.ndim <= dim < idx.ndim:
+            raise ValueError(
+                f"`Sampling.from_stacked_idx`: dim={dim} is not an axis of `idx` of shape "
+                f"{tuple(idx.shape)}."
+            )
         idx = jnp.moveaxis(idx, dim, 0)
         return cls(tuple(idx), input_size, output_shape, input_shape, batch_shape)
 
     def __check_init__(self):
-        _check_indices(self.idx, self.input_size)
         _check_shapes(self)
-        _check_range(self.idx, self.input_size)
 
     @property
     def ishape(self) -> Dims:
@@ -129,18 +142,18 @@ class Sampling(NamedLinop):
         return split_arrays(self, tile, arrays, self.batch_shape, zeroed=False)
 
     def apply(self, x: jax.Array) -> jax.Array:
-        return index(x, self.idx)
+        return gather(x, self.idx)
 
     def apply_adjoint(self, y: jax.Array) -> jax.Array:
-        return index_adjoint(y, self.idx, self.input_size)
+        return scatter(y, self.idx, self.input_size)
 
-    def normal(self, inner: NamedLinop | None = None) -> NamedLinop:
+    def _normal(self, inner: NamedLinop | None) -> NamedLinop | None:
         """Without `inner`: the sample counts on the grid, then a renaming of the grid
         dims (`Nx -> Nx1`)."""
         if inner is not None or has_wildcards(self.input_shape):
-            return super().normal(inner)
+            return None
         ones = jnp.ones(self.idx[0].shape, jnp.int32)
-        counts = Diagonal(index_adjoint(ones, self.idx, self.input_size), self.ishape)
+        counts = Diagonal(scatter(ones, self.idx, self.input_size), self.ishape)
         return with_oshape(counts, normal_oshape(self))
 
 
@@ -162,8 +175,6 @@ def _check_indices(idx: tuple[jax.Array, ...], input_size: tuple[int, ...]) -> N
         raise ValueError(
             f"`Sampling(idx=...)`: the index arrays must share one shape; got {shapes}."
         )
-    if any(n < 1 for n in input_size):
-        raise ValueError(f"`Sampling`: `input_size` must be positive; got {input_size}.")
 
 
 def _check_shapes(op: Sampling) -> None:
@@ -183,16 +194,3 @@ def _check_shapes(op: Sampling) -> None:
             f"{where}: `output_shape` must name {op.idx[0].ndim} dims (one per axis of the "
             f"index arrays, shape {tuple(op.idx[0].shape)}); got {fmt(op.output_shape)}."
         )
-
-
-def _check_range(idx: tuple[jax.Array, ...], input_size: tuple[int, ...]) -> None:
-    """Raise if a concrete index is outside `[0, size - 1]`; traced indices are skipped."""
-    for d, (i, n) in enumerate(zip(idx, input_size)):
-        if isinstance(i, jax.core.Tracer) or i.size == 0:
-            continue
-        lo, hi = int(jnp.min(i)), int(jnp.max(i))
-        if lo < 0 or hi >= n:
-            raise ValueError(
-                f"`Sampling`: indices of axis {d} must lie in [0, {n - 1}] for "
-                f"`input_size={input_size}`; got values in [{lo}, {hi}]."
-            )
