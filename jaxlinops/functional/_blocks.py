@@ -131,6 +131,11 @@ def block_mask(name: str, mask, block_size: tuple[int, ...]) -> np.ndarray | Non
     """`mask` as a numpy boolean array of shape `block_size`, or None."""
     if mask is None:
         return None
+    if isinstance(mask, jax.core.Tracer):
+        raise TypeError(
+            f"`{name}`: `mask` must be concrete (a numpy or JAX array known at trace time): "
+            f"it fixes which block entries exist; got a traced array."
+        )
     mask = np.asarray(mask)
     if mask.dtype != np.bool_:
         raise TypeError(f"`{name}`: `mask` must be a boolean array; got dtype {mask.dtype}.")

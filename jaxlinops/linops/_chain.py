@@ -6,8 +6,8 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
-from .._dims import Dims, fmt, resolve, shapes_match
-from .._linop import NamedLinop, relabel, with_oshape
+from .._dims import Dims, fmt, next_unused, resolve, shapes_match
+from .._linop import NamedLinop, all_dims, relabel, with_oshape
 from .._split import split_children
 from ._containers import as_linops, call_adjoint, consistent_size
 
@@ -62,12 +62,28 @@ class Chain(NamedLinop):
     def _normal(self, inner: NamedLinop | None) -> NamedLinop:
         """Folded from the outside in: `A_1.normal(... A_n.normal(inner))`, so each
         operator can specialise (Dense Gram, Toeplitz NUFFT)."""
+        reserved = all_dims(self) | (set() if inner is None else all_dims(inner))
         for op in reversed(self.linops):
-            inner = op.normal(inner)
+            before = all_dims(op) | (set() if inner is None else all_dims(inner))
+            inner = _fresh_names(op.normal(inner), before, reserved)
+            reserved |= all_dims(inner)
         return inner
 
     def size(self, dim: str) -> int | None:
         return consistent_size("Chain", self.linops, dim)
+
+
+def _fresh_names(normal: NamedLinop, before: set[str], reserved: set[str]) -> NamedLinop:
+    """`normal` with the dims it invented (not in `before`) renamed where they collide with
+    a dim used elsewhere in the chain (`reserved`): a child's normal picks its new names
+    (`M -> M1`) knowing only its own dims, and `M1` may be another child's input dim."""
+    invented = all_dims(normal) - before
+    taken = reserved | all_dims(normal)
+    mapping = {}
+    for d in sorted(invented & reserved):
+        mapping[d] = next_unused(d, taken)
+        taken.add(mapping[d])
+    return relabel(normal, mapping) if mapping else normal
 
 
 def fold_adjoint_pairs(chain: Chain) -> NamedLinop:

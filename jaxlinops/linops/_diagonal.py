@@ -51,7 +51,17 @@ class Diagonal(NamedLinop):
         self.weight = as_array(weight, "`Diagonal(weight=...)`")
         self.ioshape = as_dims(ioshape, "...")
         extra = tuple(d for d in self.ioshape if is_wildcard(d) and d != ELLIPSIS)
-        self.broadcast_dims = unique(as_dims(broadcast_dims) + extra)
+        self.broadcast_dims = unique(as_dims(broadcast_dims) + extra + self._size_one())
+
+    def _size_one(self) -> Dims:
+        """The named dims with a size-1 weight axis: they broadcast. Recorded at
+        construction, so that a tile of length 1 (a split keeps `broadcast_dims`) still
+        reports its size."""
+        return tuple(
+            d
+            for d in self._named()
+            if self._weight_axis(d) is not None and self.weight.shape[self._weight_axis(d)] == 1
+        )
 
     def __check_init__(self):
         named = self._named()
@@ -96,9 +106,7 @@ class Diagonal(NamedLinop):
         if dim not in self.ioshape or dim in self.broadcast_dims or dim == ELLIPSIS:
             return None
         axis = self._weight_axis(dim)
-        if axis is None or self.weight.shape[axis] == 1:
-            return None
-        return self.weight.shape[axis]
+        return None if axis is None else self.weight.shape[axis]
 
     def split(self, tile) -> NamedLinop:
         axes = [None] * self.weight.ndim

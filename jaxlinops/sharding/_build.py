@@ -9,7 +9,7 @@ from jax.sharding import Mesh
 
 from .._dims import fmt
 from .._linop import NamedLinop, all_dims
-from .._split import Tile
+from .._split import Tile, split
 from ._batched import BatchDim, BatchedLinop
 from ._log import log_plan
 from ._spec import BatchSpec, fit_devices, make_mesh
@@ -102,6 +102,8 @@ def checked_sizes(A: NamedLinop, tiles: Mapping[str, int], what: str) -> dict[st
                 f"`{what}`: {A.name} ({fmt(A.ishape)} -> {fmt(A.oshape)}) does not fix the "
                 f"size of dim {d!r}, and it is not an input dim that the input could fix."
             )
+        if sizes[d] is None:
+            split(A, {d: slice(0, 1)})  # an operator that mixes the dim refuses here
     return sizes
 
 

@@ -9,7 +9,7 @@ import jaxlinops as jl
 @operator_factory
 def make_blocks_1d_mask(getkey, dtype):
     mask = np.array([True, False, True])
-    return jl.ArrayToBlocks((7,), (3,), (2,), mask=mask, batch_shape=()), (7,)
+    return jl.ArrayToBlocks((7,), (3,), (2,), mask=mask, batch_shape="C"), (2, 7)
 
 
 @operator_factory

@@ -12,7 +12,7 @@ import jaxlinops as jl
 
 @operator_factory
 def make_conv_zeros_1d(getkey, dtype):
-    return jl.Convolution(rand(getkey(), (3,), dtype)), (7,)
+    return jl.Convolution(rand(getkey(), (3,), dtype)), (2, 7)
 
 
 @operator_factory
@@ -31,7 +31,7 @@ def make_conv_circular_2d_real_kernel(getkey, dtype):
 @operator_factory
 def make_conv_normal_mode_conv(getkey, dtype):
     kernel = rand(getkey(), (3, 2), dtype)
-    return jl.Convolution(kernel, padding_mode="circular", normal_mode="conv"), (5, 4)
+    return jl.Convolution(kernel, padding_mode="circular", normal_mode="conv"), (2, 5, 4)
 
 
 @operator_factory
@@ -50,12 +50,12 @@ def make_conv_normal_conv_operator(getkey, dtype):
 @operator_factory
 def make_conv_normal_fft_operator(getkey, dtype):
     kernel = rand(getkey(), (3, 2), real_dtype(dtype))
-    return jl.Convolution(kernel, padding_mode="circular", normal_mode="fft").N, (5, 4)
+    return jl.Convolution(kernel, padding_mode="circular", normal_mode="fft").N, (2, 5, 4)
 
 
 @operator_factory
 def make_conv_adjoint(getkey, dtype):
-    return jl.Convolution(rand(getkey(), (2, 3), dtype)).H, (4, 5)
+    return jl.Convolution(rand(getkey(), (2, 3), dtype)).H, (2, 4, 5)
 
 
 # ----------------------------------------------------------------------------- SimpleLinop

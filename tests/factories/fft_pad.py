@@ -12,7 +12,7 @@ def make_fft_batched(getkey, dtype):
 
 @operator_factory
 def make_fft_backward(getkey, dtype):
-    return jl.FFT(1, batch_shape=(), grid_shapes=("N", "K"), norm="backward"), (6,)
+    return jl.FFT(1, batch_shape="C", grid_shapes=("N", "K"), norm="backward"), (2, 6)
 
 
 @operator_factory
@@ -37,7 +37,7 @@ def make_pad(getkey, dtype):
 
 @operator_factory
 def make_crop(getkey, dtype):
-    return jl.Crop((2, 3), (5, 4), batch_shape=()), (5, 4)
+    return jl.Crop((2, 3), (5, 4), batch_shape="C"), (2, 5, 4)
 
 
 @operator_factory
