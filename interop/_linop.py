@@ -23,6 +23,8 @@ Gradients follow PyTorch's convention. For $y = A_p x$ and an output gradient $g
 
 from __future__ import annotations
 
+import dataclasses
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -39,6 +41,23 @@ _INPUT_DTYPES = (
 )  # fmt: skip
 
 
+class _OperatorSpec(eqx.Module):
+    """Everything that rebuilds a `TorchLinop`'s operator besides its parameter values. A
+    pytree: under `eqx.filter_jit` its non-array leaves are static, so each distinct spec
+    compiles its own program.
+
+    - `treedef`: the tree structure of the operator's floating-point arrays (the parameters).
+    - `static`: the operator with those arrays taken out (`eqx.partition`).
+    - `placement`: the sharding of each parameter array, in `treedef` order.
+    - `transforms`: the views taken of the rebuilt operator, in order (`"H"` or `"N"`).
+    """
+
+    treedef: jax.tree_util.PyTreeDef
+    static: NamedLinop
+    placement: tuple[jax.sharding.Sharding, ...]
+    transforms: tuple[str, ...]
+
+
 def torch_linop(A: NamedLinop) -> TorchLinop:
     """`A` as a torch module: `torch_linop(A)(x)` for a torch tensor `x`; `.H` and `.N`
     share its parameters."""
@@ -48,35 +67,36 @@ def torch_linop(A: NamedLinop) -> TorchLinop:
     leaves, treedef = jax.tree.flatten(arrays)
     params = torch.nn.ParameterList(torch.nn.Parameter(to_torch(a).clone()) for a in leaves)
     placement = tuple(a.sharding for a in leaves)
-    return TorchLinop(params, (treedef, static, placement), (), A.name)
+    return TorchLinop(params, _OperatorSpec(treedef, static, placement, ()), A.name)
 
 
 class TorchLinop(torch.nn.Module):
     """A jaxlinops operator (after `transforms`, e.g. `.H`) applied to torch tensors.
 
     Build it with `interop.torch_linop`; `.H` and `.N` are views with the same
-    parameters (the arrays of the operator it was built from). `structure` holds the
-    operator's tree, its other parts, and where each array lives (its sharding)."""
+    parameters (the arrays of the operator it was built from). `spec` rebuilds the
+    operator from them (`_OperatorSpec`)."""
 
-    def __init__(self, params, structure, transforms: tuple[str, ...], name: str):
+    def __init__(self, params, spec: _OperatorSpec, name: str):
         super().__init__()
         self.params = params
-        self._structure, self._transforms, self._name = structure, transforms, name
+        self._spec, self._name = spec, name
 
     def extra_repr(self) -> str:
-        return self._name + "".join(f".{t}" for t in self._transforms)
+        return self._name + "".join(f".{t}" for t in self._spec.transforms)
 
     @property
-    def spec(self) -> tuple:
-        """What `_Apply` needs besides tensors: the structure and the transforms."""
-        return self._structure, self._transforms
+    def spec(self) -> _OperatorSpec:
+        """What `_Apply` needs besides tensors to rebuild the operator."""
+        return self._spec
 
     def linop(self) -> NamedLinop:
         """The jaxlinops operator with the current parameter values."""
         return _build(self.spec, _jax_params(self.spec, self.params))
 
     def _view(self, transform: str) -> TorchLinop:
-        return TorchLinop(self.params, self._structure, (*self._transforms, transform), self._name)
+        spec = dataclasses.replace(self._spec, transforms=(*self._spec.transforms, transform))
+        return TorchLinop(self.params, spec, self._name)
 
     @property
     def H(self) -> TorchLinop:
@@ -106,22 +126,20 @@ class TorchLinop(torch.nn.Module):
         return _Apply.apply(self.spec, x, *self.params)
 
 
-def _jax_params(spec, params) -> list[jax.Array]:
+def _jax_params(spec: _OperatorSpec, params) -> list[jax.Array]:
     """The parameters as JAX arrays, placed where the operator's arrays were (e.g. sharded
     over a batched operator's mesh)."""
-    placement = spec[0][2]
-    return [_put(to_jax(p), where) for p, where in zip(params, placement)]
+    return [_put(to_jax(p), where) for p, where in zip(params, spec.placement)]
 
 
-def _jax_input(spec, t: torch.Tensor) -> jax.Array:
+def _jax_input(spec: _OperatorSpec, t: torch.Tensor) -> jax.Array:
     """A torch input as a JAX array where the operator's arrays are (copied there if
     needed): on their device, or replicated over the mesh of a batched operator, whose
     program then shards it."""
     x = to_jax(t)
-    placement = spec[0][2]
-    if not placement:
+    if not spec.placement:
         return x
-    where = placement[0]
+    where = spec.placement[0]
     if isinstance(where, NamedSharding) and len(where.device_set) > 1:
         where = NamedSharding(where.mesh, PartitionSpec())
     return _put(x, where)
@@ -133,10 +151,9 @@ def _put(x: jax.Array, where) -> jax.Array:
     return x if x.sharding == where else jax.device_put(x, where)
 
 
-def _build(spec, leaves) -> NamedLinop:
-    (treedef, static, _), transforms = spec
-    op = eqx.combine(jax.tree.unflatten(treedef, leaves), static)
-    for t in transforms:
+def _build(spec: _OperatorSpec, leaves) -> NamedLinop:
+    op = eqx.combine(jax.tree.unflatten(spec.treedef, leaves), spec.static)
+    for t in spec.transforms:
         op = op.H if t == "H" else op.N
     return op
 
@@ -146,12 +163,14 @@ def _conj(a):
 
 
 @eqx.filter_jit
-def _apply(spec, leaves, x):
+def _apply_rebuilt(spec: _OperatorSpec, leaves, x):
+    """$A x$, `A` rebuilt from `spec` and the parameter arrays `leaves`."""
     return _build(spec, leaves)(x)
 
 
 @eqx.filter_jit
-def _apply_adjoint(spec, leaves, g):
+def _apply_adjoint_rebuilt(spec: _OperatorSpec, leaves, g):
+    """$A^H g$, `A` rebuilt from `spec` and the parameter arrays `leaves`."""
     return _build(spec, leaves).H(g)
 
 
@@ -162,7 +181,7 @@ class _Apply(torch.autograd.Function):
     def forward(ctx, spec, x, *params):
         ctx.spec, ctx.dtype, ctx.device = spec, x.dtype, x.device
         ctx.save_for_backward(*params)
-        return to_torch(_apply(spec, _jax_params(spec, params), _jax_input(spec, x)))
+        return to_torch(_apply_rebuilt(spec, _jax_params(spec, params), _jax_input(spec, x)))
 
     @staticmethod
     def backward(ctx, g):
@@ -178,7 +197,7 @@ class _Adjoint(torch.autograd.Function):
     def forward(ctx, spec, dtype, g, *params):
         ctx.spec = spec
         ctx.save_for_backward(*params)
-        out = to_torch(_apply_adjoint(spec, _jax_params(spec, params), _jax_input(spec, g)))
+        out = to_torch(_apply_adjoint_rebuilt(spec, _jax_params(spec, params), _jax_input(spec, g)))
         if out.is_complex() and not dtype.is_complex:
             out = out.real.contiguous()
         return out.to(dtype)

@@ -186,7 +186,7 @@ def _name(dim) -> str | None:
     return None if dim is None else str(dim)
 
 
-def _block_dim(dim, idx) -> tuple[str, int] | None:
+def _stack_dim(dim, idx) -> tuple[str, int] | None:
     return None if dim is None else (str(dim), idx)
 
 
@@ -221,7 +221,7 @@ _CONVERTERS: dict[str, Callable] = {
     "Concat": lambda A: jl.Concat(*_children(A), idim=_name(A.idim), odim=_name(A.odim)),
     "Stack": lambda A: jl.Stack(
         *_children(A),
-        idim_and_idx=_block_dim(A.idim, A.idim_idx),
-        odim_and_idx=_block_dim(A.odim, A.odim_idx),
+        idim_and_idx=_stack_dim(A.idim, A.idim_idx),
+        odim_and_idx=_stack_dim(A.odim, A.odim_idx),
     ),
 }

@@ -7,9 +7,15 @@ compose them with `@`, and use `A.H` (adjoint) and `A.N` (normal).
 import importlib.metadata as _metadata
 
 from . import alg as alg, config as config, functional as functional, testing as testing
+from ._core import (
+    NamedLinop as NamedLinop,
+    dims_field as dims_field,
+    rename as rename,
+    split as split,
+    split_arrays as split_arrays,
+    split_linop as split_linop,
+)
 from ._dims import Dim as Dim, Dims as Dims, next_unused as next_unused
-from ._linop import NamedLinop as NamedLinop, dims_field as dims_field, rename as rename
-from ._split import split as split, split_arrays as split_arrays, split_linop as split_linop
 from .linops import (
     FFT as FFT,
     NUFFT as NUFFT,

@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._arrays import promote
-from ._linop import NamedLinop
+from ._core import NamedLinop
 
 __all__ = [
     "assert_adjoint",

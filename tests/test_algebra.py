@@ -81,3 +81,17 @@ def test_misuse_of_the_algebra_is_a_type_error(expr, match):
     A = jl.Dense(W, "M N", "N", "M")
     with pytest.raises(TypeError, match=match):
         expr(A)
+
+
+def test_an_operator_that_forgets_its_shapes_cannot_be_built():
+    class NoShapes(jl.NamedLinop):
+        weight: float = 1.0
+
+        def apply(self, x):
+            return x
+
+        def apply_adjoint(self, y):
+            return y
+
+    with pytest.raises(TypeError, match="abstract attributes.*ishape"):
+        NoShapes()

@@ -24,8 +24,8 @@ from helpers import DTYPES, OPERATOR_FACTORIES, KeyGen, assert_close, rand
 
 import jaxlinops as jl
 from jaxlinops._arrays import dim_sizes
+from jaxlinops._core import all_dims
 from jaxlinops._dims import ELLIPSIS, axis_of
-from jaxlinops._linop import all_dims
 
 C128 = jnp.complex128
 

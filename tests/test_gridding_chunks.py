@@ -13,6 +13,7 @@ from test_nufft import dft_matrix, rel_err
 
 import jaxlinops as jl
 from jaxlinops.functional import _gridding
+from jaxlinops.functional._kernels import KernelSettings
 
 F = jl.functional
 
@@ -84,7 +85,8 @@ def test_forced_small_chunks_match_the_unchunked_path(monkeypatch, points):
     x, y = rand(6, (2, *grid)), rand(7, (2, points))
 
     def run():
-        nbhd = _gridding.neighbourhoods(locs, grid, (width, width), "spline", 1, "circular", ())
+        settings = KernelSettings((width, width), "spline", 1, "circular", ())
+        nbhd = _gridding.neighbourhoods(locs, grid, settings)
         fwd = _gridding.gather_windows(x, nbhd, "circular")
         return fwd, _gridding.scatter_windows(y, nbhd, grid, "circular")
 

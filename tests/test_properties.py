@@ -31,7 +31,7 @@ from helpers import assert_close
 from hypothesis import HealthCheck, Phase, given, settings, strategies as st
 
 import jaxlinops as jl
-from jaxlinops._linop import all_dims
+from jaxlinops._core import all_dims
 
 EXAMPLES = os.environ.get("JAXLINOPS_HYPOTHESIS_EXAMPLES")
 SETTINGS = settings(

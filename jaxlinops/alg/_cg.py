@@ -51,6 +51,21 @@ class CGResult(NamedTuple):
     breakdown: jax.Array
 
 
+class _CGSettings(eqx.Module):
+    """What one solve is compiled for, besides the operators and the arrays.
+
+    - `axes`: the axes of `y` that inner products sum over (the others index systems).
+    - `max_num_iters`: the largest number of iterations (static: it sizes the history).
+    - `gtol`: the relative residual tolerance (a Python float, or a traced scalar).
+    - `atol`: the absolute residual tolerance (a Python float, or a traced scalar).
+    """
+
+    axes: tuple[int, ...] = eqx.field(static=True)
+    max_num_iters: int = eqx.field(static=True)
+    gtol: float | jax.Array
+    atol: float | jax.Array
+
+
 class _State(NamedTuple):
     """The iteration, on the scaled system $A (x / s) = y / s$ (see `_init`)."""
 
@@ -139,19 +154,20 @@ def conjugate_gradients(
     dtype = result_dtype(_NAME, *dtypes)
     batch = resolve_axes(A, y.ndim, batch_dims, _NAME)
     axes = tuple(a for a in range(y.ndim) if a not in batch)
-    settings = (axes, max_num_iters, gtol, atol)
+    settings = _CGSettings(axes, max_num_iters, gtol, atol)
     if progress:
         return _solve_with_progress(A, P, y.astype(dtype), x0, settings)
     return _solve(A, P, y.astype(dtype), x0, settings)
 
 
-def _apply(op, v: jax.Array) -> jax.Array:
+def _apply_in_dtype(op, v: jax.Array) -> jax.Array:
+    """`op(v)` in the dtype of `v` (the solve's dtype)."""
     return op(v).astype(v.dtype)
 
 
-def _init(A, P, y, x0, settings) -> _State:
-    axes, max_num_iters, gtol, atol = settings
-    r = y if x0 is None else y - _apply(A, x0.astype(y.dtype))
+def _init(A, P, y, x0, settings: _CGSettings) -> _State:
+    axes = settings.axes
+    r = y if x0 is None else y - _apply_in_dtype(A, x0.astype(y.dtype))
     # s: the power of 2 just above the largest entry of y and r, so that scaling is exact
     # (1 for zero or non-finite data, which `_result` turns into NaN)
     _, exponent = jnp.frexp(jnp.maximum(max_abs(y, axes), max_abs(r, axes)))
@@ -159,13 +175,14 @@ def _init(A, P, y, x0, settings) -> _State:
     s = scale.astype(y.dtype)
     x = jnp.zeros_like(y) if x0 is None else x0.astype(y.dtype) / s
     r = r / s
-    z = r if P is None else _apply(P, r)
+    z = r if P is None else _apply_in_dtype(P, r)
     rnorm = norm(r, axes)
     batch_shape = jnp.squeeze(rnorm, axes).shape
-    history = jnp.full((max_num_iters + 1, *batch_shape), jnp.nan, rnorm.dtype)
+    history = jnp.full((settings.max_num_iters + 1, *batch_shape), jnp.nan, rnorm.dtype)
     real = rnorm.dtype
     threshold = jnp.maximum(
-        jnp.asarray(gtol, real) * norm(y / s, axes), jnp.asarray(atol, real) / scale
+        jnp.asarray(settings.gtol, real) * norm(y / s, axes),
+        jnp.asarray(settings.atol, real) / scale,
     )
     return _State(
         scale=scale,
@@ -182,9 +199,9 @@ def _init(A, P, y, x0, settings) -> _State:
     )
 
 
-def _step(A, P, settings, s: _State) -> _State:
-    axes = settings[0]
-    Ap = _apply(A, s.p)
+def _step(A, P, settings: _CGSettings, s: _State) -> _State:
+    axes = settings.axes
+    Ap = _apply_in_dtype(A, s.p)
     pAp = jnp.real(inner(s.p, Ap, axes))
     # pAp <= 0: A is not positive definite along p, and the step would be wrong; a NaN pAp
     # (non-finite data) steps, so that the NaN reaches x
@@ -192,7 +209,7 @@ def _step(A, P, settings, s: _State) -> _State:
     alpha = jnp.where(step, s.rz / jnp.where(step, pAp, 1), 0).astype(s.x.dtype)
     x = s.x + alpha * s.p
     r = s.r - alpha * Ap
-    z = r if P is None else _apply(P, r)
+    z = r if P is None else _apply_in_dtype(P, r)
     rz = jnp.real(inner(r, z, axes))
     beta = safe_divide(rz, s.rz).astype(s.x.dtype)
     rnorm = jnp.sqrt(rz) if P is None else norm(r, axes)
@@ -214,8 +231,8 @@ def _step(A, P, settings, s: _State) -> _State:
     )
 
 
-def _result(settings, s: _State) -> CGResult:
-    axes = settings[0]
+def _result(settings: _CGSettings, s: _State) -> CGResult:
+    axes = settings.axes
     scale = jnp.squeeze(s.scale, axes)
     # the history row of each system's last iteration
     last = jnp.take_along_axis(s.history, jnp.squeeze(s.num_iters, axes)[None], axis=0)[0]
@@ -233,27 +250,26 @@ def _result(settings, s: _State) -> CGResult:
 
 
 @eqx.filter_jit
-def _solve(A, P, y, x0, settings) -> CGResult:
-    max_num_iters = settings[1]
+def _solve(A, P, y, x0, settings: _CGSettings) -> CGResult:
     state = _init(A, P, y, x0, settings)
     state = lax.while_loop(
-        lambda s: (s.k < max_num_iters) & jnp.any(s.active),
+        lambda s: (s.k < settings.max_num_iters) & jnp.any(s.active),
         lambda s: _step(A, P, settings, s),
         state,
     )
     return _result(settings, state)
 
 
-def _solve_with_progress(A, P, y, x0, settings) -> CGResult:
+def _solve_with_progress(A, P, y, x0, settings: _CGSettings) -> CGResult:
     if isinstance(y, jax.core.Tracer):
         raise ValueError(f"`{_NAME}`: progress=True runs from Python; it cannot run inside jit.")
     state = _init_jit(A, P, y, x0, settings)
-    bar = progress_bar(settings[1], "CG")
+    bar = progress_bar(settings.max_num_iters, "CG")
     try:
-        while int(state.k) < settings[1] and bool(jnp.any(state.active)):
+        while int(state.k) < settings.max_num_iters and bool(jnp.any(state.active)):
             state = _step_jit(A, P, settings, state)
             bar.update(1)
-            scale = jnp.squeeze(state.scale, settings[0])
+            scale = jnp.squeeze(state.scale, settings.axes)
             bar.set_postfix(residual=float(jnp.nanmax(state.history[state.k] * scale)))
     finally:
         bar.close()

@@ -12,8 +12,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._arrays import as_array, as_size
+from .._core import NamedLinop
 from .._dims import ELLIPSIS
-from .._linop import NamedLinop
 
 Operator = Callable[[jax.Array], jax.Array]
 DimsOrAxes = str | int | Sequence[str | int] | None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import jax
 
-from .._linop import NamedLinop
+from .._core import NamedLinop
 
 
 def to_lineax(A: NamedLinop, input_structure, tags=()):

@@ -8,7 +8,7 @@ import numpy as np
 from numpy.polynomial import chebyshev, legendre, polynomial
 
 from .._arrays import as_size
-from .._linop import NamedLinop
+from .._core import NamedLinop
 from ..linops import Identity, Scalar
 from ._common import as_real
 

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from functools import partial
+from typing import NamedTuple
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 from jax import lax
 
-from .._linop import NamedLinop
+from .._core import NamedLinop
 from ._common import (
     DimsOrAxes,
     Operator,
@@ -57,24 +58,31 @@ def power_method(
     return _power_jit(A, v, axes, max_iters, tol)
 
 
-def _power(A, v, axes, max_iters, tol):
-    def step(carry):
-        k, v, lam, _ = carry
-        w = A(v).astype(v.dtype)
-        new = scaled_norm(w, axes)
-        change = jnp.max(safe_divide(jnp.abs(new - lam), lam))
-        return k + 1, safe_divide(w, new.astype(v.dtype)), new, change
+class _PowerState(NamedTuple):
+    """The power iteration after `k` steps."""
 
-    def running(carry):
-        k, _, _, change = carry
+    k: jax.Array  # steps taken
+    v: jax.Array  # the unit vector(s)
+    lam: jax.Array  # the eigenvalue magnitude(s), with size-1 `axes`
+    change: jax.Array  # the largest relative change of lam in the last step
+
+
+def _power(A, v, axes, max_iters, tol):
+    def step(s: _PowerState) -> _PowerState:
+        w = A(s.v).astype(s.v.dtype)
+        new = scaled_norm(w, axes)
+        change = jnp.max(safe_divide(jnp.abs(new - s.lam), s.lam))
+        return _PowerState(s.k + 1, safe_divide(w, new.astype(s.v.dtype)), new, change)
+
+    def running(s: _PowerState):
         # the first step only sets λ
-        return (k < max_iters) & ((k < 2) | (change >= tol))
+        return (s.k < max_iters) & ((s.k < 2) | (s.change >= tol))
 
     v = safe_divide(v, scaled_norm(v, axes).astype(v.dtype))
     lam = jnp.zeros(norm(v, axes).shape, jnp.real(v).dtype)
-    carry = (jnp.zeros((), jnp.int32), v, lam, jnp.zeros((), lam.dtype))
-    _, v, lam, _ = lax.while_loop(running, step, carry)
-    return v, jnp.squeeze(lam, axes)
+    start = _PowerState(jnp.zeros((), jnp.int32), v, lam, jnp.zeros((), lam.dtype))
+    end = lax.while_loop(running, step, start)
+    return end.v, jnp.squeeze(end.lam, axes)
 
 
 _power_jit = eqx.filter_jit(_power)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from collections.abc import Sequence
@@ -16,6 +17,31 @@ from .._arrays import as_array, as_sizes, promote_inexact
 _IN_BOUNDS = lax.GatherScatterMode.PROMISE_IN_BOUNDS
 
 
+@dataclasses.dataclass(frozen=True)
+class BlockGeometry:
+    """Where the blocks of an array lie, as validated by [`block_geometry`][]. Hashable (a
+    frozen dataclass of tuples), so the kernels take it as a static `jax.jit` argument.
+
+    - `im`: the `D` array sizes.
+    - `block`: the `D` block sizes.
+    - `stride`: the `D` steps between block starts.
+    - `nblocks`: the number of complete blocks per axis, `(im - block) // stride + 1`.
+    - `offsets`: with a mask, the `D` per-axis positions of the masked block entries
+      (row-major); None without a mask.
+    """
+
+    im: tuple[int, ...]
+    block: tuple[int, ...]
+    stride: tuple[int, ...]
+    nblocks: tuple[int, ...]
+    offsets: tuple[tuple[int, ...], ...] | None = None
+
+    @property
+    def entries(self) -> tuple[int, ...]:
+        """The sizes of the block-entry axes: `block`, or `(nnz(mask),)` with a mask."""
+        return self.block if self.offsets is None else (len(self.offsets[0]),)
+
+
 def get_nblocks(
     im_size: Sequence[int], block_size: Sequence[int], stride: Sequence[int] | None = None
 ) -> tuple[int, ...]:
@@ -24,7 +50,7 @@ def get_nblocks(
     Incomplete blocks at the end of an axis are dropped:
     `get_nblocks((7, 7), (3, 3), (2, 2)) == (3, 3)`. `stride` defaults to all ones.
     """
-    return block_geometry("get_nblocks", im_size, block_size, stride)[3]
+    return block_geometry("get_nblocks", im_size, block_size, stride).nblocks
 
 
 def array_to_blocks(
@@ -53,8 +79,7 @@ def array_to_blocks(
             f"got an array of shape {tuple(x.shape)}."
         )
     im = tuple(x.shape[x.ndim - ndim :])
-    geometry = _geometry("array_to_blocks", im, block_size, stride, mask)
-    return _unfold(x, geometry)
+    return _unfold(x, block_geometry("array_to_blocks", im, block_size, stride, mask))
 
 
 def blocks_to_array(
@@ -80,8 +105,8 @@ def blocks_to_array(
     Integer or bool blocks raise a TypeError: the overlap-add would overflow silently.
     """
     (y,) = promote_inexact("blocks_to_array", as_array(y, "`blocks_to_array(y=...)`"))
-    geometry = _geometry("blocks_to_array", im_size, block_size, stride, mask)
-    core = geometry[3] + (geometry[1] if geometry[4] is None else (len(geometry[4][0]),))
+    geometry = block_geometry("blocks_to_array", im_size, block_size, stride, mask)
+    core = geometry.nblocks + geometry.entries
     if y.ndim < len(core) or tuple(y.shape[y.ndim - len(core) :]) != core:
         raise ValueError(
             f"`blocks_to_array`: expected the last {len(core)} axes of the blocks to have "
@@ -91,18 +116,19 @@ def blocks_to_array(
     return _fold(y, geometry)
 
 
-def block_counts(name: str, im_size, block_size, stride=None, mask=None) -> jax.Array:
-    """How many blocks cover each array sample (int32, shape `im_size`): the diagonal of
-    `blocks_to_array(array_to_blocks(x))`, computed exactly in integers."""
-    geometry = _geometry(name, im_size, block_size, stride, mask)
-    entries = geometry[1] if geometry[4] is None else (len(geometry[4][0]),)
-    return _fold(jnp.ones(geometry[3] + entries, jnp.int32), geometry)
+def block_counts(geometry: BlockGeometry) -> jax.Array:
+    """How many blocks cover each array sample (int32, shape `geometry.im`): the diagonal
+    of `blocks_to_array(array_to_blocks(x))`, computed exactly in integers."""
+    return _fold(jnp.ones(geometry.nblocks + geometry.entries, jnp.int32), geometry)
 
 
-def block_geometry(name: str, im_size, block_size, stride, im_arg: str = "im_size"):
-    """Validated `(im, block, stride, nblocks)` tuples of ints; errors name `name` and the
-    argument (`im_arg` for the array size). Non-integral sizes (`4.5`) raise a ValueError,
-    traced or non-numeric ones a TypeError (see `jaxlinops._arrays.as_sizes`)."""
+def block_geometry(
+    name: str, im_size, block_size, stride, mask=None, im_arg: str = "im_size"
+) -> BlockGeometry:
+    """The validated [`BlockGeometry`][]; errors name `name` and the argument (`im_arg` for
+    the array size). Non-integral sizes (`4.5`) raise a ValueError, traced or non-numeric
+    ones a TypeError (see `jaxlinops._arrays.as_sizes`); the mask is checked by
+    [`block_mask`][]."""
     im = as_sizes(im_size, f"`{name}({im_arg}=...)`", None)
     block = as_sizes(block_size, f"`{name}(block_size=...)`", None)
     if stride is None:
@@ -124,7 +150,9 @@ def block_geometry(name: str, im_size, block_size, stride, im_arg: str = "im_siz
             f"`{name}`: the block size {block} is larger than the array size {im}, so no "
             f"complete block fits."
         )
-    return im, block, stride, nblocks
+    mask = block_mask(name, mask, block)
+    offsets = None if mask is None else tuple(tuple(map(int, o)) for o in np.nonzero(mask))
+    return BlockGeometry(im, block, stride, nblocks, offsets)
 
 
 def block_mask(name: str, mask, block_size: tuple[int, ...]) -> np.ndarray | None:
@@ -146,20 +174,11 @@ def block_mask(name: str, mask, block_size: tuple[int, ...]) -> np.ndarray | Non
     return mask
 
 
-def _geometry(name: str, im_size, block_size, stride, mask) -> tuple:
-    """Hashable `(im, block, stride, nblocks, offsets)`; `offsets` holds the per-axis
-    positions of the masked block entries (row-major), or is None without a mask."""
-    im, block, stride, nblocks = block_geometry(name, im_size, block_size, stride)
-    mask = block_mask(name, mask, block)
-    offsets = None if mask is None else tuple(tuple(map(int, o)) for o in np.nonzero(mask))
-    return im, block, stride, nblocks, offsets
-
-
 @functools.partial(jax.jit, static_argnums=1)
-def _unfold(x: jax.Array, geometry: tuple) -> jax.Array:
-    im, block, _, nblocks, offsets = geometry
+def _unfold(x: jax.Array, geometry: BlockGeometry) -> jax.Array:
+    im, block, nblocks = geometry.im, geometry.block, geometry.nblocks
     batch = x.shape[: x.ndim - len(im)]
-    if offsets is not None:
+    if geometry.offsets is not None:
         out = x.reshape(batch + (math.prod(im),)).at[..., _flat_index(geometry)]
         return out.get(mode="promise_in_bounds")
     flat = x.reshape((math.prod(batch),) + im)
@@ -174,11 +193,10 @@ def _unfold(x: jax.Array, geometry: tuple) -> jax.Array:
 
 
 @functools.partial(jax.jit, static_argnums=1)
-def _fold(y: jax.Array, geometry: tuple) -> jax.Array:
-    im, block, _, nblocks, offsets = geometry
-    core = len(im) + (len(im) if offsets is None else 1)
-    batch = y.shape[: y.ndim - core]
-    if offsets is not None:
+def _fold(y: jax.Array, geometry: BlockGeometry) -> jax.Array:
+    im, block, nblocks = geometry.im, geometry.block, geometry.nblocks
+    batch = y.shape[: y.ndim - len(nblocks + geometry.entries)]
+    if geometry.offsets is not None:
         out = jnp.zeros(batch + (math.prod(im),), y.dtype)
         out = out.at[..., _flat_index(geometry)].add(y, mode="promise_in_bounds")
         return out.reshape(batch + im)
@@ -193,17 +211,18 @@ def _fold(y: jax.Array, geometry: tuple) -> jax.Array:
     return out.reshape(batch + im)
 
 
-def _starts(geometry: tuple) -> np.ndarray:
+def _starts(geometry: BlockGeometry) -> np.ndarray:
     """The block origins `[prod(nblocks), D]` (row-major over the blocks)."""
-    _, _, stride, nblocks, _ = geometry
-    grids = np.meshgrid(*[np.arange(k) * s for k, s in zip(nblocks, stride)], indexing="ij")
+    steps = zip(geometry.nblocks, geometry.stride)
+    grids = np.meshgrid(*[np.arange(k) * s for k, s in steps], indexing="ij")
     return np.stack([g.ravel() for g in grids], axis=-1).astype(np.int32)
 
 
-def _flat_index(geometry: tuple) -> jax.Array:
+def _flat_index(geometry: BlockGeometry) -> jax.Array:
     """Row-major positions in the flattened image of every block entry:
     shape `(*nblocks, *block)`, or `(*nblocks, nnz)` with a mask."""
-    im, block, stride, nblocks, offsets = geometry
+    im, block, stride, nblocks = geometry.im, geometry.block, geometry.stride, geometry.nblocks
+    offsets = geometry.offsets
     ndim = len(block)
     dtype = jnp.int32 if math.prod(im) <= np.iinfo(np.int32).max else jnp.int64
     if offsets is None:

@@ -18,7 +18,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from ._kernels import kernel_fn
+from ._kernels import KernelSettings
 
 # Window entries (points x window size x batch) handled at once: about 2 MiB of complex64.
 _CHUNK = 2**18
@@ -40,8 +40,9 @@ def window_sizes(width: tuple[float, ...]) -> tuple[int, ...]:
     return tuple(math.floor(w) + 1 for w in width)
 
 
-def neighbourhoods(locs, grid, width, kernel, norm, pad_mode, params) -> Neighbourhoods:
-    """The windows and kernel weights of the points `locs` (`[P, D]`, real).
+def neighbourhoods(locs, grid, settings: KernelSettings) -> Neighbourhoods:
+    """The windows and kernel weights of the points `locs` (`[P, D]`, real) on a grid of
+    sizes `grid`.
 
     Window entries further than `w_d / 2` from the point on an axis get weight 0. With
     circular padding each coordinate is first reduced modulo `N_d` by a float remainder,
@@ -53,9 +54,10 @@ def neighbourhoods(locs, grid, width, kernel, norm, pad_mode, params) -> Neighbo
     axes: its loop body keeps XLA from fusing (and so recomputing) the kernel evaluation
     into every window entry that uses it, and its `[L, P]` layout vectorises over points.
     """
+    width, norm, pad_mode = settings.width, settings.norm, settings.pad_mode
     sizes = window_sizes(width)
     size = max(sizes)
-    fn = kernel_fn(kernel, params)
+    fn = settings.kernel_fn()
 
     def axis_terms(args):
         p, n, r, s = args

@@ -12,7 +12,7 @@ import jax.numpy as jnp
 
 from .._arrays import as_array, as_sizes, promote
 from ._gridding import gather_windows, neighbourhoods, scatter_windows
-from ._kernels import check_locs, check_locs_in_grid, check_options, check_width
+from ._kernels import KernelSettings, check_locs, check_locs_in_grid, kernel_settings
 
 
 def interpolate(
@@ -65,10 +65,9 @@ def interpolate(
             f"`vals` has shape {tuple(vals.shape)}."
         )
     grid = vals.shape[vals.ndim - ndim :]
-    width = check_width("interpolate", width, grid)
-    norm, params = check_options("interpolate", kernel, norm, pad_mode, kernel_params)
+    settings = kernel_settings("interpolate", grid, width, kernel, norm, pad_mode, kernel_params)
     check_locs_in_grid("interpolate", locs, grid, pad_mode)
-    return ungrid(vals, locs, width, kernel, norm, pad_mode, params)
+    return ungrid(vals, locs, settings)
 
 
 def interpolate_adjoint(
@@ -103,16 +102,17 @@ def interpolate_adjoint(
             f"`interpolate_adjoint`: the last axes of `vals` must be the locs batch shape "
             f"{points}; got `vals` of shape {tuple(vals.shape)}."
         )
-    width = check_width("interpolate_adjoint", width, grid)
-    norm, params = check_options("interpolate_adjoint", kernel, norm, pad_mode, kernel_params)
+    settings = kernel_settings(
+        "interpolate_adjoint", grid, width, kernel, norm, pad_mode, kernel_params
+    )
     check_locs_in_grid("interpolate_adjoint", locs, grid, pad_mode)
-    return grid_points(vals, locs, grid, width, kernel, norm, pad_mode, params)
+    return grid_points(vals, locs, grid, settings)
 
 
-@functools.partial(jax.jit, static_argnums=(2, 3, 4, 5, 6))
-def ungrid(vals, locs, width, kernel, norm, pad_mode, params, order=None) -> jax.Array:
-    """[`interpolate`][] on checked, normalised options (no input checks), compiled as one
-    program per shape and option set.
+@functools.partial(jax.jit, static_argnums=2)
+def ungrid(vals, locs, settings: KernelSettings, order=None) -> jax.Array:
+    """[`interpolate`][] with checked `settings` (no input checks), compiled as one program
+    per shape and settings.
 
     `order` (optional, `[P]` int) is the order in which to visit the `P` flattened points,
     e.g. [`point_order`][]: any permutation gives the same result; one that visits nearby
@@ -124,27 +124,25 @@ def ungrid(vals, locs, width, kernel, norm, pad_mode, params, order=None) -> jax
     vals, locs = _promoted(vals, locs)
     if order is not None:
         locs = locs[order]
-    nbhd = neighbourhoods(locs, grid, width, kernel, norm, pad_mode, params)
-    out = gather_windows(vals.reshape((math.prod(batch),) + grid), nbhd, pad_mode)
+    nbhd = neighbourhoods(locs, grid, settings)
+    out = gather_windows(vals.reshape((math.prod(batch),) + grid), nbhd, settings.pad_mode)
     if order is not None:
         out = jnp.zeros_like(out).at[:, order].set(out, unique_indices=True)
     return out.reshape(batch + points)
 
 
-@functools.partial(jax.jit, static_argnums=(2, 3, 4, 5, 6, 7))
-def grid_points(
-    vals, locs, grid_size, width, kernel, norm, pad_mode, params, order=None
-) -> jax.Array:
-    """[`interpolate_adjoint`][] on checked, normalised options (no input checks), compiled
-    as one program per shape and option set; `order` as for [`ungrid`][]."""
+@functools.partial(jax.jit, static_argnums=(2, 3))
+def grid_points(vals, locs, grid_size, settings: KernelSettings, order=None) -> jax.Array:
+    """[`interpolate_adjoint`][] with checked `settings` (no input checks), compiled as one
+    program per shape and settings; `order` as for [`ungrid`][]."""
     points = locs.shape[:-1]
     batch = vals.shape[: vals.ndim - len(points)]
     vals, locs = _promoted(vals, locs)
     flat = vals.reshape((math.prod(batch), math.prod(points)))
     if order is not None:
         locs, flat = locs[order], flat[:, order]
-    nbhd = neighbourhoods(locs, grid_size, width, kernel, norm, pad_mode, params)
-    out = scatter_windows(flat, nbhd, grid_size, pad_mode)
+    nbhd = neighbourhoods(locs, grid_size, settings)
+    out = scatter_windows(flat, nbhd, grid_size, settings.pad_mode)
     return out.reshape(batch + tuple(grid_size))
 
 

@@ -1,7 +1,9 @@
-"""Interpolation kernels on $[-1, 1]$ and the option checks shared by the interpolators."""
+"""Interpolation kernels on $[-1, 1]$, their settings (`KernelSettings`), and the option
+checks shared by the interpolators."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 
 import jax
@@ -61,12 +63,40 @@ def spline(x: jax.Array) -> jax.Array:
     return jnp.maximum(1 - jnp.abs(x), 0.0)
 
 
-def kernel_fn(kernel: str, params: tuple[tuple[str, float], ...]) -> Callable:
-    """The kernel function for a checked `kernel` name and its parameters."""
-    if kernel == "spline":
-        return spline
-    beta = dict(params)["beta"]
-    return lambda x: kaiser_bessel(x, beta)
+@dataclasses.dataclass(frozen=True)
+class KernelSettings:
+    """The static settings of a kernel interpolation, checked by [`kernel_settings`][].
+    Hashable, so the compiled kernels take it as one static `jax.jit` argument.
+
+    - `width`: the kernel width in grid points, one float per grid axis.
+    - `kernel`: the kernel's name, one of `KERNELS`.
+    - `norm`: 1 (product of per-axis kernels) or 2 (kernel of the Euclidean distance).
+    - `pad_mode`: how the grid continues past its edges, one of `PAD_MODES`.
+    - `kernel_params`: the kernel's parameters as sorted `(name, value)` pairs.
+    """
+
+    width: tuple[float, ...]
+    kernel: str
+    norm: int
+    pad_mode: str
+    kernel_params: tuple[tuple[str, float], ...]
+
+    def kernel_fn(self) -> Callable:
+        """The kernel function on $[-1, 1]$ with these parameters."""
+        if self.kernel == "spline":
+            return spline
+        beta = dict(self.kernel_params)["beta"]
+        return lambda x: kaiser_bessel(x, beta)
+
+
+def kernel_settings(
+    name: str, grid: Sequence[int], width, kernel: str, norm, pad_mode: str, kernel_params
+) -> KernelSettings:
+    """The checked [`KernelSettings`][] for a grid of sizes `grid` (errors name `name`):
+    `width` by [`check_width`][], the others by [`check_options`][]."""
+    width = check_width(name, width, grid)
+    norm, kernel_params = check_options(name, kernel, norm, pad_mode, kernel_params)
+    return KernelSettings(width, kernel, norm, pad_mode, kernel_params)
 
 
 def as_number(name: str, arg: str, value, minimum: float) -> float:

@@ -16,7 +16,7 @@ from ._fft import centered_fftn
 from ._gridding import point_order
 from ._index import gather, scatter
 from ._interp import grid_points, ungrid
-from ._kernels import as_number, check_locs
+from ._kernels import KernelSettings, as_number, check_locs
 from ._pad import _check_trailing, center_crop, center_pad
 
 MODES = ("interpolate", "sampling")
@@ -99,7 +99,7 @@ def nufft(x: jax.Array, plan: NUFFTPlan) -> jax.Array:
     """
     x = as_array(x, "`nufft(x)`")
     _check_trailing("nufft", x, plan.grid_size)
-    return forward(x, plan)
+    return nufft_unchecked(x, plan)
 
 
 def nufft_adjoint(y: jax.Array, plan: NUFFTPlan) -> jax.Array:
@@ -107,11 +107,11 @@ def nufft_adjoint(y: jax.Array, plan: NUFFTPlan) -> jax.Array:
     [`nufft`][] reversed and conjugated."""
     y = as_array(y, "`nufft_adjoint(y)`")
     _check_trailing("nufft_adjoint", y, plan.locs.shape[:-1])
-    return adjoint(y, plan)
+    return nufft_adjoint_unchecked(y, plan)
 
 
 @jax.jit
-def forward(x: jax.Array, plan: NUFFTPlan) -> jax.Array:
+def nufft_unchecked(x: jax.Array, plan: NUFFTPlan) -> jax.Array:
     """[`nufft`][] without input checks, compiled once per shape and plan settings."""
     ndim = len(plan.grid_size)
     if plan.mode == "interpolate":
@@ -120,17 +120,18 @@ def forward(x: jax.Array, plan: NUFFTPlan) -> jax.Array:
     k = centered_fftn(center_pad(x, plan.grid_size, plan.padded_size), ndim)
     if plan.mode == "sampling":
         return gather(k, tuple(jnp.moveaxis(plan.locs, -1, 0)))
-    return ungrid(k, plan.locs, *_kernel(plan), plan.order) / plan.scale
+    return ungrid(k, plan.locs, _kernel_settings(plan), plan.order) / plan.scale
 
 
 @jax.jit
-def adjoint(y: jax.Array, plan: NUFFTPlan) -> jax.Array:
+def nufft_adjoint_unchecked(y: jax.Array, plan: NUFFTPlan) -> jax.Array:
     """[`nufft_adjoint`][] without input checks, compiled once per shape and plan settings."""
     ndim = len(plan.grid_size)
     if plan.mode == "sampling":
         k = scatter(y, tuple(jnp.moveaxis(plan.locs, -1, 0)), plan.padded_size)
     else:
-        k = grid_points(y / plan.scale, plan.locs, plan.padded_size, *_kernel(plan), plan.order)
+        settings = _kernel_settings(plan)
+        k = grid_points(y / plan.scale, plan.locs, plan.padded_size, settings, plan.order)
     x = center_crop(centered_fftn(k, ndim, inverse=True), plan.padded_size, plan.grid_size)
     if plan.mode == "sampling":
         return x
@@ -165,14 +166,15 @@ def make_plan(name, locs, grid_size, oversamp, width, mode, apodize_weights) -> 
     if not jnp.issubdtype(locs.dtype, jnp.floating):
         locs = locs.astype(jnp.result_type(float))
     prepped = _prep_locs(locs, grid, padded, mode)
+    static = dict(grid_size=grid, padded_size=padded, oversamp=oversamp, width=width, beta=beta)
     if mode == "sampling":
         if isinstance(locs, jax.core.Tracer):
             bad = ~jnp.all(jnp.isfinite(locs))
             prepped = eqx.error_if(prepped, bad, f"`{name}`: locs contain NaN or Inf values.")
-        return NUFFTPlan(prepped, None, None, grid, padded, oversamp, width, beta, mode)
+        return NUFFTPlan(locs=prepped, apodize=None, order=None, mode=mode, **static)
     apodize = _apodize_weights(name, apodize_weights, grid, padded, width, beta, locs.dtype)
     order = sorted_order(prepped, padded)
-    return NUFFTPlan(prepped, apodize, order, grid, padded, oversamp, width, beta, mode)
+    return NUFFTPlan(locs=prepped, apodize=apodize, order=order, mode=mode, **static)
 
 
 def sorted_order(locs: jax.Array, padded: tuple[int, ...]) -> jax.Array | None:
@@ -232,6 +234,7 @@ def _apodize_weights(name, weights, grid, padded, width, beta, dtype) -> jax.Arr
     return weights
 
 
-def _kernel(plan: NUFFTPlan) -> tuple:
-    ndim = len(plan.grid_size)
-    return (plan.width,) * ndim, "kaiser_bessel", 1, "circular", (("beta", plan.beta),)
+def _kernel_settings(plan: NUFFTPlan) -> KernelSettings:
+    """The plan's gridding kernel: Kaiser–Bessel, product form, on the periodic padded grid."""
+    width = (plan.width,) * len(plan.grid_size)
+    return KernelSettings(width, "kaiser_bessel", 1, "circular", (("beta", plan.beta),))

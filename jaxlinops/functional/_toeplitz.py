@@ -18,7 +18,7 @@ import jax.numpy as jnp
 
 from ._fft import centered_fftn
 from ._index import scatter
-from ._nufft import NUFFTPlan, adjoint, make_plan
+from ._nufft import NUFFTPlan, make_plan, nufft_adjoint_unchecked
 
 
 def embedded_size(plan: NUFFTPlan, oversamp: float) -> tuple[int, ...]:
@@ -60,5 +60,5 @@ def toeplitz_kernel(weights: jax.Array, plan: NUFFTPlan, oversamp: float) -> jax
     ratio = jnp.asarray(size, plan.locs.dtype).reshape(lead + (ndim,)) / npad
     locs = (plan.locs - npad // 2) * ratio  # padded-grid units -> cycles per embedded FOV
     embedded = make_plan("NUFFT.normal", locs, size, plan.oversamp, plan.width, "interpolate", None)
-    h = adjoint(weights, embedded)
+    h = nufft_adjoint_unchecked(weights, embedded)
     return centered_fftn(h, ndim) * (math.prod(size) / math.prod(plan.grid_size))

@@ -9,22 +9,17 @@ import jax
 import numpy as np
 
 from .._arrays import promote_inexact
+from .._core import Diagonal, NamedLinop, dims_field, normal_oshape, split_arrays, with_oshape
+from .._default_dims import BLOCK_DIMS, GRID_DIMS, MASKED_BLOCK_DIM, NBLOCKS_DIMS
 from .._dims import ELLIPSIS, Dims, DimsLike, as_dims, fmt, size_of
-from .._linop import NamedLinop, dims_field, normal_oshape, with_oshape
-from .._split import split_arrays
 from ..functional._blocks import (
+    BlockGeometry,
     array_to_blocks,
     block_counts,
     block_geometry,
     block_mask,
     blocks_to_array,
 )
-from ._diagonal import Diagonal
-
-ARRAY_DIMS = ("Nx", "Ny", "Nz")
-NBLOCKS_DIMS = ("Bx", "By", "Bz")
-BLOCK_DIMS = ("Px", "Py", "Pz")
-MASKED_DIM = "P"
 
 
 class _Blocks(NamedLinop):
@@ -62,14 +57,14 @@ class _Blocks(NamedLinop):
           `("Bx", "By", "Bz")[:D] + ("P",)` with a mask.
         """
         name = type(self).__name__
-        geometry = block_geometry(name, grid_size, block_size, stride, "grid_size")
-        self.grid_size, self.block_size, self.stride, _ = geometry
+        geometry = block_geometry(name, grid_size, block_size, stride, im_arg="grid_size")
+        self.grid_size, self.block_size, self.stride = geometry.im, geometry.block, geometry.stride
         mask = block_mask(name, mask, self.block_size)
         self.mask = None if mask is None else tuple(bool(m) for m in mask.ravel())
         ndim = len(self.grid_size)
-        block_dims = BLOCK_DIMS[:ndim] if mask is None else (MASKED_DIM,)
+        block_dims = BLOCK_DIMS[:ndim] if mask is None else (MASKED_BLOCK_DIM,)
         self.batch_shape = as_dims(batch_shape, ELLIPSIS)
-        self.array_shape = as_dims(array_shape, ARRAY_DIMS[:ndim])
+        self.array_shape = as_dims(array_shape, GRID_DIMS[:ndim])
         self.blocks_shape = as_dims(blocks_shape, NBLOCKS_DIMS[:ndim] + block_dims)
 
     def __check_init__(self):
@@ -97,14 +92,20 @@ class _Blocks(NamedLinop):
         return np.array(self.mask, bool).reshape(self.block_size)
 
     @property
+    def geometry(self) -> BlockGeometry:
+        """Where the blocks lie (array, block and stride sizes, block counts, mask)."""
+        return block_geometry(
+            self.name, self.grid_size, self.block_size, self.stride, self.block_mask
+        )
+
+    @property
     def nblocks(self) -> tuple[int, ...]:
         """The number of blocks per axis."""
-        return block_geometry(self.name, self.grid_size, self.block_size, self.stride)[3]
+        return self.geometry.nblocks
 
     def size(self, dim: str) -> int | None:
-        entries = self.block_size if self.mask is None else (sum(self.mask),)
-        layouts = (self.array_shape, self.grid_size), (self.blocks_shape, self.nblocks + entries)
-        return size_of(dim, *layouts)
+        blocks = self.geometry.nblocks + self.geometry.entries
+        return size_of(dim, (self.array_shape, self.grid_size), (self.blocks_shape, blocks))
 
     def _unfold(self, x: jax.Array) -> jax.Array:
         return array_to_blocks(x, self.block_size, self.stride, self.block_mask)
@@ -161,7 +162,7 @@ class ArrayToBlocks(_Blocks):
         dims (`Nx -> Nx1`)."""
         if inner is not None:
             return None
-        counts = block_counts(self.name, *self._args()[:4])
+        counts = block_counts(self.geometry)
         diagonal = Diagonal(counts, self.batch_shape + self.array_shape)
         return with_oshape(diagonal, normal_oshape(self))
 

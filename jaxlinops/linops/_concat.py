@@ -6,10 +6,9 @@ import itertools
 
 import jax.numpy as jnp
 
+from .._core import NamedLinop, as_linops, consistent_size, dims_field, most_specific, unify
 from .._dims import Dims, axis_of, fmt
-from .._linop import NamedLinop, dims_field
-from ._blocks import AbstractBlocks
-from ._containers import as_linops, consistent_size, most_specific, unify
+from ._block_operator import AbstractBlockOperator
 
 
 def _one_dim(name: str, dim) -> Dims:
@@ -20,7 +19,7 @@ def _one_dim(name: str, dim) -> Dims:
     return (dim,)
 
 
-class Concat(AbstractBlocks):
+class Concat(AbstractBlockOperator):
     r"""Block operator along an existing dim.
 
     - `idim` only (horizontal): $y = \sum_i A_i x_i$, $x = [x_1; \dots; x_n]$ split along

@@ -10,13 +10,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._arrays import as_array, as_inexact, promote, promote_inexact, right_align
+from .._core import NamedLinop, dims_field, normal_renaming, split_arrays
+from .._default_dims import GRID_DIMS
 from .._dims import Dims, DimsLike, as_dims, fmt, next_unused, substitute
-from .._linop import NamedLinop, dims_field, normal_renaming
-from .._split import split_arrays
 
 _PADDING_MODES = ("zeros", "circular")
 _NORMAL_MODES = (None, "conv", "fft")
-_GRID = ("Nx", "Ny", "Nz")
 
 
 class Convolution(NamedLinop):
@@ -69,7 +68,7 @@ class Convolution(NamedLinop):
         """
         self.kernel = as_array(kernel, "`Convolution(kernel=...)`")
         self.batch_shape = as_dims(batch_shape, "...")
-        self.in_grid_shape = as_dims(in_grid_shape, _GRID[: self.kernel.ndim])
+        self.in_grid_shape = as_dims(in_grid_shape, GRID_DIMS[: self.kernel.ndim])
         default_out = tuple(next_unused(d, self.in_grid_shape) for d in self.in_grid_shape)
         self.out_grid_shape = as_dims(out_grid_shape, default_out)
         self.padding_mode = padding_mode

@@ -8,9 +8,8 @@ import jax
 import jax.numpy as jnp
 
 from .._arrays import as_array, as_inexact, promote_inexact
+from .._core import NamedLinop, dims_field, normal_renaming, split_arrays
 from .._dims import ELLIPSIS, Dim, Dims, DimsLike, as_dims, fmt
-from .._linop import NamedLinop, dims_field, normal_renaming
-from .._split import split_arrays
 
 _LETTERS = string.ascii_letters
 

@@ -5,10 +5,8 @@ from __future__ import annotations
 import equinox as eqx
 import jax
 
+from .._core import Identity, NamedLinop, dims_field, split_arrays
 from .._dims import Dims, DimsLike, as_dims
-from .._linop import NamedLinop, dims_field
-from .._split import split_arrays
-from ._identity import Identity
 
 
 class ToDevice(NamedLinop):

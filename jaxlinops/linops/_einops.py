@@ -10,11 +10,17 @@ import jax
 import jax.numpy as jnp
 
 from .._arrays import as_size, batch_shape_of, dim_sizes
+from .._core import (
+    NamedLinop,
+    Scalar,
+    dims_field,
+    identity_normal,
+    mask_padded,
+    split_arrays,
+    tile_length,
+)
 from .._dims import ELLIPSIS, Dims, DimsLike, as_dims, axis_of, fmt
-from .._linop import NamedLinop, dims_field, identity_normal
 from .._pattern import check_patterns, dim_groups, group_size, parse_pattern, rearrange
-from .._split import mask_padded, split_arrays, tile_length
-from ._scalar import Scalar
 
 Lengths = tuple[tuple[str, int], ...]
 
@@ -81,7 +87,7 @@ class Rearrange(NamedLinop):
                 return group_size(groups[dim], self.axes_lengths)
         return None
 
-    def _apply(self, x: jax.Array, src: str, dst: str, name: str) -> jax.Array:
+    def _rearrange(self, x: jax.Array, src: str, dst: str, name: str) -> jax.Array:
         lengths = dict(self.axes_lengths)
         return rearrange(x, parse_pattern(src, name), parse_pattern(dst, name), lengths, name)
 
@@ -91,10 +97,10 @@ class Rearrange(NamedLinop):
         )
 
     def apply(self, x: jax.Array) -> jax.Array:
-        return self._apply(x, self.ipattern, self.opattern, "Rearrange")
+        return self._rearrange(x, self.ipattern, self.opattern, "Rearrange")
 
     def apply_adjoint(self, y: jax.Array) -> jax.Array:
-        return self._apply(y, self.opattern, self.ipattern, "Rearrange.H")
+        return self._rearrange(y, self.opattern, self.ipattern, "Rearrange.H")
 
     def adjoint(self) -> NamedLinop:
         lengths = dict(self.axes_lengths)

@@ -9,13 +9,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._core import NamedLinop, dims_field, identity_normal, normal_oshape, split_arrays
+from .._default_dims import GRID_DIMS, KSPACE_DIMS
 from .._dims import ELLIPSIS, Dims, DimsLike, as_dims, fmt
-from .._linop import NamedLinop, dims_field, identity_normal, normal_oshape
-from .._split import split_arrays
 from ..functional._fft import centered_fftn
-from ._pad import GRID_DIMS
-
-KSPACE_DIMS = ("Kx", "Ky", "Kz")
 
 # The adjoint of fftn(norm=a) is ifftn(norm=_ADJOINT_NORM[a]); F^H F = n ** _NORMAL_POWER[a]
 # for a grid of n points.

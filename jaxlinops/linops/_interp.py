@@ -8,13 +8,16 @@ import equinox as eqx
 import jax
 
 from .._arrays import as_array, as_sizes
+from .._core import NamedLinop, dims_field, split_arrays
+from .._default_dims import GRID_DIMS, ordinal_wildcards
 from .._dims import ELLIPSIS, Dims, DimsLike, as_dims, fmt, size_of
-from .._linop import NamedLinop, dims_field
-from .._split import split_arrays
 from ..functional._interp import grid_points, ungrid
-from ..functional._kernels import check_locs, check_locs_in_grid, check_options, check_width
-
-_GRID_DIMS = ("Nx", "Ny", "Nz")
+from ..functional._kernels import (
+    KernelSettings,
+    check_locs,
+    check_locs_in_grid,
+    kernel_settings,
+)
 
 
 class Interpolate(NamedLinop):
@@ -89,15 +92,14 @@ class Interpolate(NamedLinop):
         self.grid_size = as_sizes(grid_size, "`Interpolate(grid_size=...)`", 1)
         ndim, nbatch = self.locs.shape[-1], self.locs.ndim - 1
         self.batch_shape = as_dims(batch_shape, ELLIPSIS)
-        self.locs_batch_shape = as_dims(
-            locs_batch_shape, tuple(f"({k})" for k in range(1, nbatch + 1))
+        self.locs_batch_shape = as_dims(locs_batch_shape, ordinal_wildcards(1, nbatch))
+        self.grid_shape = as_dims(grid_shape, GRID_DIMS[:ndim] if ndim <= len(GRID_DIMS) else None)
+        grid = _checked_grid(self.grid_size, ndim)
+        settings = kernel_settings(
+            "Interpolate", grid, width, kernel, norm, pad_mode, kernel_params
         )
-        self.grid_shape = as_dims(grid_shape, _GRID_DIMS[:ndim] if ndim <= 3 else None)
-        self.width = check_width("Interpolate", width, _checked_grid(self.grid_size, ndim))
-        self.kernel, self.pad_mode = kernel, pad_mode
-        self.norm, self.kernel_params = check_options(
-            "Interpolate", kernel, norm, pad_mode, kernel_params
-        )
+        self.width, self.kernel, self.norm = settings.width, settings.kernel, settings.norm
+        self.pad_mode, self.kernel_params = settings.pad_mode, settings.kernel_params
         check_locs_in_grid("Interpolate", self.locs, self.grid_size, pad_mode)
 
     def __check_init__(self):
@@ -135,14 +137,16 @@ class Interpolate(NamedLinop):
         arrays = [(lambda o: o.locs, self.locs_batch_shape + (None,))]
         return split_arrays(self, tile, arrays, self.batch_shape, zeroed=False)
 
+    @property
+    def _settings(self) -> KernelSettings:
+        """The kernel settings: `width`, `kernel`, `norm`, `pad_mode`, `kernel_params`."""
+        return KernelSettings(self.width, self.kernel, self.norm, self.pad_mode, self.kernel_params)
+
     def apply(self, x: jax.Array) -> jax.Array:
-        return ungrid(x, self.locs, *self._options())
+        return ungrid(x, self.locs, self._settings)
 
     def apply_adjoint(self, y: jax.Array) -> jax.Array:
-        return grid_points(y, self.locs, self.grid_size, *self._options())
-
-    def _options(self) -> tuple:
-        return self.width, self.kernel, self.norm, self.pad_mode, self.kernel_params
+        return grid_points(y, self.locs, self.grid_size, self._settings)
 
 
 def _checked_grid(grid_size: tuple[int, ...], ndim: int) -> tuple[int, ...]:

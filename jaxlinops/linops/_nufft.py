@@ -7,14 +7,18 @@ from collections.abc import Sequence
 import equinox as eqx
 import jax
 
+from .._core import NamedLinop, dims_field, mask_padded, slice_arrays
+from .._default_dims import GRID_DIMS, KSPACE_DIMS
 from .._dims import ELLIPSIS, Dims, DimsLike, as_dims, fmt, size_of
-from .._linop import NamedLinop, dims_field
-from .._split import mask_padded, slice_arrays
 from ..functional._kernels import as_number
-from ..functional._nufft import NUFFTPlan, adjoint, forward, make_plan, sorted_order
+from ..functional._nufft import (
+    NUFFTPlan,
+    make_plan,
+    nufft_adjoint_unchecked,
+    nufft_unchecked,
+    sorted_order,
+)
 from ..functional._toeplitz import check_embedding
-from ._fft import KSPACE_DIMS
-from ._pad import GRID_DIMS
 from ._toeplitz import toeplitz_normal
 
 
@@ -154,10 +158,10 @@ class NUFFT(NamedLinop):
         return mask_padded(out, self, tile)
 
     def apply(self, x: jax.Array) -> jax.Array:
-        return forward(x, self.plan)
+        return nufft_unchecked(x, self.plan)
 
     def apply_adjoint(self, y: jax.Array) -> jax.Array:
-        return adjoint(y, self.plan)
+        return nufft_adjoint_unchecked(y, self.plan)
 
     def _normal(self, inner: NamedLinop | None) -> NamedLinop | None:
         return toeplitz_normal(self, inner) if self.toeplitz else None

@@ -7,12 +7,10 @@ from collections.abc import Sequence
 import equinox as eqx
 import jax
 
+from .._core import NamedLinop, dims_field, identity_normal, split_arrays
+from .._default_dims import GRID_DIMS
 from .._dims import ELLIPSIS, Dims, DimsLike, as_dims, fmt, next_unused, size_of
-from .._linop import NamedLinop, dims_field, identity_normal
-from .._split import split_arrays
 from ..functional._pad import center_crop, center_pad, check_sizes
-
-GRID_DIMS = ("Nx", "Ny", "Nz")
 
 
 class AbstractCenterResize(NamedLinop):

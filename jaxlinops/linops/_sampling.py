@@ -10,11 +10,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._arrays import as_array, as_size, as_sizes
+from .._core import Diagonal, NamedLinop, dims_field, normal_oshape, split_arrays, with_oshape
+from .._default_dims import ordinal_wildcards
 from .._dims import ELLIPSIS, Dims, DimsLike, as_dims, fmt, has_wildcards, size_of
-from .._linop import NamedLinop, dims_field, normal_oshape, with_oshape
-from .._split import split_arrays
 from ..functional._index import checked_range, gather, scatter
-from ._diagonal import Diagonal
 
 
 class Sampling(NamedLinop):
@@ -71,8 +70,8 @@ class Sampling(NamedLinop):
         _check_indices(idx, self.input_size)
         self.idx = checked_range("Sampling", idx, self.input_size)
         ndim = self.idx[0].ndim
-        self.input_shape = as_dims(input_shape, _ordinals(1, len(self.input_size)))
-        self.output_shape = as_dims(output_shape, _ordinals(len(self.input_size) + 1, ndim))
+        self.input_shape = as_dims(input_shape, ordinal_wildcards(1, len(self.input_size)))
+        self.output_shape = as_dims(output_shape, ordinal_wildcards(len(self.input_size) + 1, ndim))
         self.batch_shape = as_dims(batch_shape, ELLIPSIS)
 
     @classmethod
@@ -155,10 +154,6 @@ class Sampling(NamedLinop):
         ones = jnp.ones(self.idx[0].shape, jnp.int32)
         counts = Diagonal(scatter(ones, self.idx, self.input_size), self.ishape)
         return with_oshape(counts, normal_oshape(self))
-
-
-def _ordinals(start: int, n: int) -> Dims:
-    return tuple(f"({k})" for k in range(start, start + n))
 
 
 def _check_indices(idx: tuple[jax.Array, ...], input_size: tuple[int, ...]) -> None:

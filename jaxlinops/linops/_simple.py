@@ -9,8 +9,8 @@ import jax
 import jax.numpy as jnp
 
 from .._arrays import as_size, batch_shape_of, dim_sizes
+from .._core import NamedLinop, dims_field, normal_renaming
 from .._dims import ELLIPSIS, Dims, DimsLike, as_dims, fmt, substitute
-from .._linop import NamedLinop, dims_field, normal_renaming
 
 
 class SimpleLinop(NamedLinop):

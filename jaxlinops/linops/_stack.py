@@ -8,11 +8,10 @@ import equinox as eqx
 import jax.numpy as jnp
 
 from .._arrays import as_size
+from .._core import NamedLinop, as_linops, consistent_size, dims_field, most_specific, unify
 from .._dims import Dims, axis_of, fmt
-from .._linop import NamedLinop, dims_field
-from ._blocks import AbstractBlocks
+from ._block_operator import AbstractBlockOperator
 from ._concat import _one_dim
-from ._containers import as_linops, consistent_size, most_specific, unify
 
 
 def _insert(shape: Dims, dim: Dims, idx: int) -> Dims:
@@ -23,7 +22,7 @@ def _insert(shape: Dims, dim: Dims, idx: int) -> Dims:
     return shape[:pos] + dim + shape[pos:]
 
 
-class Stack(AbstractBlocks):
+class Stack(AbstractBlockOperator):
     r"""Block operator along a new dim, one block per index of that dim.
 
     - `idim_and_idx` only: $y = \sum_i A_i x[i]$;

@@ -3,30 +3,25 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 import jax
 import jax.numpy as jnp
 
+from .._core import Chain, Diagonal, NamedLinop, all_dims, normal_oshape
 from .._dims import Dims, next_unused
-from .._linop import NamedLinop, all_dims, normal_oshape
 from ..functional._toeplitz import embedded_size, toeplitz_kernel
-from ._chain import Chain
 from ._dense import Dense
-from ._diagonal import Diagonal
 from ._fft import FFT
 from ._pad import Crop, Pad
-
-if TYPE_CHECKING:
-    from ._nufft import NUFFT
 
 KernelOp = Callable[[jax.Array, Dims], NamedLinop]
 
 
-def toeplitz_normal(op: NUFFT, inner: NamedLinop | None) -> NamedLinop | None:
-    r"""$A^H\, \mathrm{inner}\, A$ as `Pad(M) -> FFT -> kernel -> FFT.H -> Crop` (centered,
-    orthonormal FFTs on the embedded grid $M$; see `jaxlinops.functional._toeplitz`), or
-    None when `inner` is not a point weighting this form covers.
+def toeplitz_normal(op: NamedLinop, inner: NamedLinop | None) -> NamedLinop | None:
+    r"""$A^H\, \mathrm{inner}\, A$ for the NUFFT `op` as
+    `Pad(M) -> FFT -> kernel -> FFT.H -> Crop` (centered, orthonormal FFTs on the embedded
+    grid $M$; see `jaxlinops.functional._toeplitz`), or None when `inner` is not a point
+    weighting this form covers.
 
     Covered: no `inner`; a `Diagonal` whose dims end with the NUFFT's point dims (density
     compensation, possibly per batch entry); a `Dense` that keeps the point dims as batch
@@ -52,7 +47,7 @@ def toeplitz_normal(op: NUFFT, inner: NamedLinop | None) -> NamedLinop | None:
     )
 
 
-def _point_weights(op: NUFFT, inner: NamedLinop | None) -> tuple[jax.Array, KernelOp] | None:
+def _point_weights(op: NamedLinop, inner: NamedLinop | None) -> tuple[jax.Array, KernelOp] | None:
     """The weights of `inner` as `[B..., L...]` (`L` the point shape) and how to build the
     kernel operator over k-space dims from the kernel `[B..., *M]`."""
     points, shape = op.output_shape, op.plan.locs.shape[:-1]

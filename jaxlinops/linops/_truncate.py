@@ -7,9 +7,8 @@ import jax
 import jax.numpy as jnp
 
 from .._arrays import as_size
+from .._core import NamedLinop, dims_field, identity_normal, split_arrays
 from .._dims import ELLIPSIS, Dims, DimsLike, as_dims, fmt
-from .._linop import NamedLinop, dims_field, identity_normal
-from .._split import split_arrays
 
 
 class Truncate(NamedLinop):

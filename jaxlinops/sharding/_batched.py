@@ -8,7 +8,7 @@ where $P_t$ and $Q_t$ select the tile's entries of the batched input and output 
 (torchlinops' reassembly rule: a dim in the output is concatenated, any other is summed).
 Every tile has the same structure (ragged tiles are zero-padded, see `jaxlinops._split`),
 so the tiles' arrays are stacked along leading grid axes (of size 1 where an array is the
-same in every tile, see `_stack`). With a mesh, `jax.shard_map`
+same in every tile, see `_tile_arrays`). With a mesh, `jax.shard_map`
 gives each device its block of the grid (arrays sharded along the grid axes, the input
 along the batched input dims); each device loops over its tiles with `lax.scan`,
 accumulating into its block of the output; dims not in the output are reduced across
@@ -26,12 +26,10 @@ import jax
 import jax.numpy as jnp
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
+from .._core import Adjoint, NamedLinop, as_tile, dims_field, stacked_field, take, tile_length
 from .._dims import Dims, axis_of
-from .._linop import NamedLinop, dims_field, stacked_field
-from .._split import as_tile, take, tile_length
-from ..linops._adjoint import Adjoint
 from ._log import log_application
-from ._stack import grid_spec, place, stack, tile_at, unstack
+from ._tile_arrays import grid_spec, place, stack_tiles, tile_at, unstack_tiles
 from ._unbatch import unbatch
 
 
@@ -108,8 +106,8 @@ class BatchedLinop(NamedLinop):
         if isinstance(self.tiles, tuple):
             parts = [t.split(tile) for t in self.tiles]
         else:
-            parts = [t.split(tile) for t in unstack(self.tiles, self.grid())]
-        tiles = stack(parts, self.grid()) if not isinstance(self.tiles, tuple) else None
+            parts = [t.split(tile) for t in unstack_tiles(self.tiles, self.grid())]
+        tiles = stack_tiles(parts, self.grid()) if not isinstance(self.tiles, tuple) else None
         if tiles is None:
             tiles = place(tuple(parts), self.mesh, ())
         else:
@@ -129,12 +127,12 @@ class BatchedLinop(NamedLinop):
 
     # ----------------------------------------------------------------- application
     def apply(self, x: jax.Array) -> jax.Array:
-        y = _apply(self, _onto_mesh(x, self.mesh))
+        y = _apply_tiles_compiled(self, _onto_mesh(x, self.mesh))
         if self.base_device is not None:
             y = gather(y, self.mesh, self.base_device)
         return y
 
-    def _apply(self, x: jax.Array) -> jax.Array:
+    def _apply_tiles(self, x: jax.Array) -> jax.Array:
         """Pad the batched input dims to whole tiles, run, cut the output back."""
         batch = dict(self.batch)
         in_axes = {d: _axis(self.ishape, d, x.ndim) for d in batch if d in self.ishape}
@@ -163,10 +161,10 @@ def _onto_mesh(x, mesh: Mesh | None):
 
 
 @eqx.filter_jit
-def _apply(op: BatchedLinop, x: jax.Array) -> jax.Array:
+def _apply_tiles_compiled(op: BatchedLinop, x: jax.Array) -> jax.Array:
     """One compiled program per operator structure and input shape, so that eager calls
     do not re-trace the `shard_map` body (inside a caller's `jit` it is inlined)."""
-    return op._apply(x)
+    return op._apply_tiles(x)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -4,16 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
-import numpy as np
 from jax.sharding import Mesh
 
+from .._core import NamedLinop, all_dims, split, tile_grid
 from .._dims import fmt
-from .._linop import NamedLinop, all_dims
-from .._split import Tile, split
 from ._batched import BatchDim, BatchedLinop
 from ._log import log_plan
 from ._spec import BatchSpec, fit_devices, make_mesh
-from ._stack import place, stack
+from ._tile_arrays import place, stack_tiles
 
 
 def create_batched_linop(A: NamedLinop, specs: BatchSpec | Sequence[BatchSpec]) -> BatchedLinop:
@@ -122,15 +120,15 @@ def build(
         d: BatchDim(n, tiles[d], axes.get(d), mesh.shape[axes[d]] if d in axes else 1)
         for d, n in sizes.items()
     }
-    stacked = tuple(d for d, n in sizes.items() if n is not None)
-    counts = [batch[d].count(sizes[d]) for d in stacked]
-    padded = frozenset(d for d, c in zip(stacked, counts) if c * tiles[d] != sizes[d])
+    known = {d: n for d, n in sizes.items() if n is not None}
+    stacked = tuple(known)
+    shape, plan = tile_grid(known, tiles, {d: batch[d].count(n) for d, n in known.items()})
+    counts = list(shape)
     grid = []
-    for index in np.ndindex(*counts):
-        slices = {d: slice(i * tiles[d], (i + 1) * tiles[d]) for d, i in zip(stacked, index)}
-        tile = A.split(Tile(slices, padded))
+    for _, tile in plan:
+        tile = A.split(tile)
         grid.append(inner(tile) if inner is not None else tile)
-    tiles_op = stack(grid, tuple(counts))
+    tiles_op = stack_tiles(grid, tuple(counts))
     if tiles_op is None:
         tiles_op = place(tuple(grid), mesh, ())
     else:

@@ -5,11 +5,9 @@ from __future__ import annotations
 import jax
 import numpy as np
 
-from .._linop import NamedLinop
-from .._split import Tile
-from ..linops._add import Add
+from .._core import Add, NamedLinop, Tile
 from ..linops._concat import Concat
-from ._stack import unstack
+from ._tile_arrays import unstack_tiles
 
 
 def unbatch(op) -> NamedLinop:
@@ -19,7 +17,7 @@ def unbatch(op) -> NamedLinop:
     arrays go to the first device of the mesh: the result runs on one device."""
     grid = op.grid()
     batch = dict(op.batch)
-    tiles = op.tiles if isinstance(op.tiles, tuple) else unstack(op.tiles, grid)
+    tiles = op.tiles if isinstance(op.tiles, tuple) else unstack_tiles(op.tiles, grid)
     cells = np.empty(grid, dtype=object)
     for flat, index in enumerate(np.ndindex(*grid)):
         valid = {d: min(batch[d].tile, batch[d].size - i * batch[d].tile)

@@ -1,19 +1,26 @@
-"""The `NamedLinop` base class and the generic operations every operator inherits."""
+"""The `NamedLinop` base class, its dims, and the slot for the operator algebra.
 
-from __future__ import annotations
+The base class defines what every operator has: application with input checks, `.H`,
+`.N`, `@`, `+`, `*`, dims and renaming. The operators that the algebra builds (`Chain`,
+`Add`, `Scalar`, `Adjoint`) subclass `NamedLinop`, so this module cannot import them
+without a cycle. Instead the algebra is one object, an `Algebra`, that
+`jaxlinops._core` installs with `use_algebra` when the package is imported; the base
+class calls it for composition, sums, scaling, adjoints and normals.
+"""
 
 import abc
 import dataclasses
 import numbers
 from collections.abc import Callable, Mapping
+from typing import Protocol
 
 import equinox as eqx
 import jax
-import jax.numpy as jnp
 import numpy as np
+from equinox import AbstractVar
 
-from ._arrays import as_array, check_dtype, check_rank, dim_sizes, promote
-from ._dims import ELLIPSIS, Dims, as_dims, fmt, is_suffix, next_unused, resolve, substitute, unique
+from .._arrays import as_array, check_dtype, check_rank, dim_sizes
+from .._dims import Dims, fmt, substitute, unique
 
 
 def dims_field(kind: str = "shape", **kwargs):
@@ -39,6 +46,9 @@ class NamedLinop(eqx.Module):
     `A.size(dim)` and `A.dims`.
     """
 
+    ishape: AbstractVar[Dims]
+    oshape: AbstractVar[Dims]
+
     __array_ufunc__ = None  # numpy defers `array * A` and `array @ A` to us
 
     @abc.abstractmethod
@@ -59,22 +69,20 @@ class NamedLinop(eqx.Module):
 
     # ----------------------------------------------------------------- derived operators
     @property
-    def H(self) -> NamedLinop:
+    def H(self) -> "NamedLinop":
         """The adjoint (conjugate transpose) $A^H$."""
         return self.adjoint()
 
     @property
-    def N(self) -> NamedLinop:
+    def N(self) -> "NamedLinop":
         """The normal operator $A^H A$; unshared input dims are renamed in its output."""
         return self.normal()
 
-    def adjoint(self) -> NamedLinop:
-        """$A^H$. The default wraps `self`; `A.H.H` gives back `A`."""
-        from .linops._adjoint import Adjoint
+    def adjoint(self) -> "NamedLinop":
+        """$A^H$. The default wraps `self` (`Adjoint`); `A.H.H` gives back `A`."""
+        return algebra().adjoint(self)
 
-        return Adjoint(self)
-
-    def normal(self, inner: NamedLinop | None = None) -> NamedLinop:
+    def normal(self, inner: "NamedLinop | None" = None) -> "NamedLinop":
         """$A^H \\, \\mathrm{inner} \\, A$ (or $A^H A$ without `inner`).
 
         `inner` takes `oshape` (wildcards and a pointwise weight on trailing dims are
@@ -82,9 +90,9 @@ class NamedLinop(eqx.Module):
         through this argument from the outside in. Operators do not override this method:
         the rules of `fold_normal` apply first, then the `_normal` hook.
         """
-        return fold_normal(self, inner)
+        return algebra().normal(self, inner)
 
-    def _normal(self, inner: NamedLinop | None) -> NamedLinop | None:
+    def _normal(self, inner: "NamedLinop | None") -> "NamedLinop | None":
         """Hook for a structured normal: $A^H \\, \\mathrm{inner} \\, A$, or None for the
         default `Chain(A, inner, A^H)`.
 
@@ -99,15 +107,14 @@ class NamedLinop(eqx.Module):
         """The size of `dim` if this operator fixes it, else None."""
         return None
 
-    def split(self, tile: Mapping[str, slice]) -> NamedLinop:
+    def split(self, tile: Mapping[str, slice]) -> "NamedLinop":
         """The tile $Q_t A P_t^T$ for `tile = {dim: slice}` (use `jaxlinops.split`, which
         checks the tile). Tiled dims this operator does not have are ignored. The default
         splits along none of its own dims; operators override it to slice their arrays."""
-        from ._split import split_arrays
+        check_tileable(self, tile, named=())
+        return self
 
-        return split_arrays(self, tile)
-
-    def flatten(self) -> tuple[NamedLinop, ...]:
+    def flatten(self) -> "tuple[NamedLinop, ...]":
         """The operators this one contributes to a Chain (Chain returns its children)."""
         return (self,)
 
@@ -122,7 +129,7 @@ class NamedLinop(eqx.Module):
         return unique(self.ishape + self.oshape)
 
     @property
-    def children(self) -> tuple[NamedLinop, ...]:
+    def children(self) -> "tuple[NamedLinop, ...]":
         """Sub-operators shown in the repr tree (containers override this)."""
         return ()
 
@@ -134,9 +141,7 @@ class NamedLinop(eqx.Module):
     # ----------------------------------------------------------------- algebra
     def __matmul__(self, other):
         if isinstance(other, NamedLinop):
-            from .linops._chain import Chain, fold_adjoint_pairs
-
-            return fold_adjoint_pairs(Chain(*other.flatten(), *self.flatten()))
+            return algebra().compose(self, other)
         if isinstance(other, (jax.Array, np.ndarray)):
             return self(other)
         raise TypeError(
@@ -151,10 +156,8 @@ class NamedLinop(eqx.Module):
         )
 
     def __add__(self, other):
-        from .linops._add import Add
-
         _check_addend(self, other, "+")
-        return Add(*_addends(self), *_addends(other))
+        return algebra().add(self, other)
 
     def __radd__(self, other):
         if isinstance(other, (int, float)) and other == 0:  # lets `sum(linops)` work
@@ -180,6 +183,55 @@ class NamedLinop(eqx.Module):
         return _scaled(self, 1 / c, side="output")
 
 
+class Algebra(Protocol):
+    """What the base class builds; implemented by `jaxlinops._core._algebra`."""
+
+    def compose(self, outer: NamedLinop, inner: NamedLinop) -> NamedLinop:
+        """`outer @ inner`: a flat `Chain`, adjoint pairs folded into normals."""
+        ...
+
+    def add(self, a: NamedLinop, b: NamedLinop) -> NamedLinop:
+        """`a + b`: a flat `Add`."""
+        ...
+
+    def scale(self, op: NamedLinop, c, side: str) -> NamedLinop:
+        """`c * op` (`side="output"`) or `op * c` (`side="input"`), with a `Scalar`."""
+        ...
+
+    def adjoint(self, op: NamedLinop) -> NamedLinop:
+        """The generic adjoint, `Adjoint(op)`."""
+        ...
+
+    def normal(self, op: NamedLinop, inner: NamedLinop | None) -> NamedLinop:
+        """$A^H \\, \\mathrm{inner} \\, A$ by the folding rules."""
+        ...
+
+
+_ALGEBRA: list[Algebra] = []
+
+
+def use_algebra(impl: Algebra) -> None:
+    """Install the algebra (done once, by `jaxlinops._core`)."""
+    _ALGEBRA[:] = [impl]
+
+
+def algebra() -> Algebra:
+    """The installed algebra."""
+    return _ALGEBRA[0]
+
+
+def check_tileable(op: NamedLinop, tile: Mapping[str, slice], named) -> None:
+    """Raise a ValueError when `tile` slices a dim of `op` other than `named`: the dims
+    `op` applies entry by entry (or indexes an array along). Others it mixes or resizes."""
+    own = all_dims(op)
+    for d in tile:
+        if d in own and d not in named:
+            raise ValueError(
+                f"`{op.name}` ({fmt(op.ishape)} -> {fmt(op.oshape)}) cannot be split along "
+                f"dim {d!r}: it mixes or resizes that dim."
+            )
+
+
 def check_input(op: NamedLinop, shape: Dims, x: jax.Array) -> None:
     """Raise a ValueError naming `op` when `x` does not fit `shape` or a known size."""
     check_rank(op.name, shape, x)
@@ -200,15 +252,7 @@ def _check_addend(op: NamedLinop, other, sign: str) -> None:
         )
 
 
-def _addends(op: NamedLinop) -> tuple[NamedLinop, ...]:
-    from .linops._add import Add
-
-    return op.linops if isinstance(op, Add) else (op,)
-
-
 def _scaled(op: NamedLinop, c, side: str) -> NamedLinop:
-    from .linops._scalar import Scalar
-
     expr = f"`{op.name} * c`" if side == "input" else f"`c * {op.name}`"
     if isinstance(c, NamedLinop):
         raise TypeError(f"{expr}: compose operators with `@`, not `*`; got {c.name}.")
@@ -221,9 +265,7 @@ def _scaled(op: NamedLinop, c, side: str) -> NamedLinop:
             f"{expr} needs a scalar c; got an array of shape {np.shape(c)}. Use "
             f"`jaxlinops.Diagonal(weight, dims)` for elementwise weights."
         )
-    if side == "input":
-        return op @ Scalar(c, op.ishape)
-    return Scalar(c, op.oshape) @ op
+    return algebra().scale(op, c, side)
 
 
 # --------------------------------------------------------------------- dims rewriting
@@ -303,137 +345,3 @@ def all_dims(op: NamedLinop) -> set[str]:
 
     map_dims(op, collect)
     return found
-
-
-def normal_renaming(op: NamedLinop, inner_oshape: Dims | None = None) -> dict[str, str]:
-    """The renaming from `op.H`'s dims to the dims of the normal's adjoint half.
-
-    `op.oshape` maps position-wise onto `inner_oshape` (the inner operator's output);
-    an input dim shared with `oshape` follows its output name, an unshared one gets the
-    next unused name (`N -> N1`).
-    """
-    target = op.oshape if inner_oshape is None else as_dims(inner_oshape)
-    if len(target) != len(op.oshape):
-        raise ValueError(
-            f"`{op.name}.normal(inner)` needs `inner.oshape` to align with "
-            f"{fmt(op.oshape)}; got {fmt(target)}."
-        )
-    mapping: dict[str, str] = dict(zip(op.oshape, target))
-    avoid = all_dims(op) | set(target)
-    for d in op.ishape:
-        if d not in mapping:
-            mapping[d] = next_unused(d, avoid)
-            avoid.add(mapping[d])
-    return mapping
-
-
-def normal_oshape(op: NamedLinop, inner_oshape: Dims | None = None) -> Dims:
-    """The output dims of `op`'s normal: `ishape` renamed by `normal_renaming`."""
-    return substitute(op.ishape, normal_renaming(op, inner_oshape))
-
-
-def with_oshape(op: NamedLinop, oshape: Dims) -> NamedLinop:
-    """`op` followed by an identity renaming its output dims to `oshape` (if needed)."""
-    from .linops._chain import Chain
-    from .linops._identity import Identity
-
-    if op.oshape == oshape:
-        return op
-    if isinstance(op, Identity):
-        return Identity(op.ishape, oshape)
-    return Chain(*op.flatten(), Identity(op.oshape, oshape))
-
-
-def identity_normal(op: NamedLinop) -> NamedLinop:
-    """$A^H A = I$, with the normal's dims: for operators with orthonormal columns."""
-    from .linops._identity import Identity
-
-    return Identity(op.ishape, normal_oshape(op))
-
-
-def default_normal(op: NamedLinop, inner: NamedLinop | None = None) -> NamedLinop:
-    """`Chain(op, inner, renamed op.H)`: $A^H \\, \\mathrm{inner} \\, A$."""
-    from .linops._chain import Chain
-
-    post = relabel(op.adjoint(), normal_renaming(op, None if inner is None else inner.oshape))
-    parts = (op,) if inner is None else (op, *inner.flatten())
-    return Chain(*parts, *post.flatten())
-
-
-def fold_normal(op: NamedLinop, inner: NamedLinop | None) -> NamedLinop:
-    r"""$A^H \, \mathrm{inner} \, A$ by the folding rules, in this order:
-
-    1. `inner` is aligned to `op.oshape`: its wildcards are resolved, and a `Diagonal` or
-       `Scalar` on trailing dims of `op.oshape` (density compensation on `"K"` for an
-       operator with output `(C, K)`) is widened to all of `op.oshape`.
-    2. Scalars commute with linear operators: $A^H (c\,B) A = c\, A^H B A$. Every
-       `Scalar` in `inner` (or in the chain it is) is taken out and applied last, so a
-       scaled operator keeps its structured normal: `(c * A).N` is $|c|^2 A^H A$.
-    3. An `inner` that only renames dims (an `Identity`) is absorbed: $A^H I A = A^H A$,
-       and the output dims are renamed to what it implies.
-    4. The operator's `_normal(inner)` hook (Toeplitz NUFFT, Gram Dense, ...), else the
-       default chain $A, \mathrm{inner}, A^H$ with the adjoint's unshared dims renamed.
-    """
-    from .linops._identity import Identity
-
-    scale, inner = pull_scalars(align_inner(op, inner))
-    if inner is None or isinstance(inner, Identity):
-        oshape = normal_oshape(op, None if inner is None else inner.oshape)
-        folded = op._normal(None)
-        folded = with_oshape(default_normal(op) if folded is None else folded, oshape)
-    else:
-        folded = op._normal(inner)
-        folded = default_normal(op, inner) if folded is None else folded
-    return folded if scale is None else scaled_output(folded, scale)
-
-
-def align_inner(op: NamedLinop, inner: NamedLinop | None) -> NamedLinop | None:
-    """`inner` with its input dims equal to `op.oshape` (rule 1 of `fold_normal`)."""
-    from .linops._diagonal import Diagonal
-    from .linops._scalar import Scalar
-
-    if inner is None:
-        return None
-    sub = resolve(inner.ishape, op.oshape)
-    if sub:
-        inner = relabel(inner, sub)
-    if len(inner.ishape) == len(op.oshape) and (ELLIPSIS in inner.ishape) == (
-        ELLIPSIS in op.oshape
-    ):
-        return inner  # the same dims, or renamed position-wise
-    if isinstance(inner, (Diagonal, Scalar)) and is_suffix(inner.ishape, op.oshape):
-        return Diagonal(inner.weight, op.oshape, getattr(inner, "broadcast_dims", ()))
-    raise ValueError(
-        f"`{op.name}.normal(inner)` needs `inner` to take the operator's output dims "
-        f"{fmt(op.oshape)} (or, for a Diagonal or Scalar, trailing dims of them); got "
-        f"`inner.ishape={fmt(inner.ishape)}`."
-    )
-
-
-def pull_scalars(inner: NamedLinop | None) -> tuple[jax.Array | None, NamedLinop | None]:
-    """Split `inner` into the product of its `Scalar` factors and the rest (None when
-    nothing is left): rule 2 of `fold_normal`."""
-    from .linops._chain import Chain
-    from .linops._scalar import Scalar
-
-    if inner is None:
-        return None, None
-    parts = inner.flatten()
-    scalars = [op.weight for op in parts if isinstance(op, Scalar)]
-    if not scalars:
-        return None, inner
-    rest = [op for op in parts if not isinstance(op, Scalar)]
-    scale = scalars[0]
-    for w in scalars[1:]:
-        scale = jnp.multiply(*promote(scale, w))
-    if not rest:
-        return scale, None
-    return scale, rest[0] if len(rest) == 1 else Chain(*rest)
-
-
-def scaled_output(op: NamedLinop, c) -> NamedLinop:
-    r"""`op` followed by multiplication with the scalar `c`: $c\,A$."""
-    from .linops._chain import Chain
-    from .linops._scalar import Scalar
-
-    return Chain(*op.flatten(), Scalar(c, op.oshape))

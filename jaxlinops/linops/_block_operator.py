@@ -1,4 +1,5 @@
-"""Shared execution of block operators (Concat, Stack)."""
+"""`AbstractBlockOperator`: the shared base of `Concat` and `Stack`, operators made of a
+grid of operators (not to be confused with the patches of `ArrayToBlocks`)."""
 
 from __future__ import annotations
 
@@ -9,13 +10,11 @@ from typing import ClassVar
 import equinox as eqx
 import jax
 
+from .._core import NamedLinop, Tile, Zero, as_tile, block_apply, call_adjoint, tile_length
 from .._dims import Dims
-from .._linop import NamedLinop
-from .._split import Tile, as_tile, tile_length
-from ._containers import block_apply, call_adjoint
 
 
-class AbstractBlocks(NamedLinop):
+class AbstractBlockOperator(NamedLinop):
     """A block operator: the input is optionally split along `idim` between the children,
     and the outputs are joined along `odim` or summed. Subclasses define how."""
 
@@ -103,8 +102,6 @@ class AbstractBlocks(NamedLinop):
 
 def _zero(op: NamedLinop, tile, sizes: dict[str, int]) -> NamedLinop:
     """The zero operator with `op`'s dims and sizes, cut to `tile`, overridden by `sizes`."""
-    from ._identity import Zero
-
     for d in dict.fromkeys(op.ishape + op.oshape):
         n = op.size(d)
         if n is not None and d not in sizes:

@@ -7,8 +7,9 @@ import jax.numpy as jnp
 
 from .._arrays import as_array, as_inexact, promote_inexact
 from .._dims import Dims, DimsLike, as_dims
-from .._linop import NamedLinop, dims_field, scaled_output
-from .._split import split_arrays
+from ._chain import Chain
+from ._linop import NamedLinop, dims_field
+from ._tiles import slice_arrays
 
 
 # --8<-- [start:scalar]
@@ -46,7 +47,7 @@ class Scalar(NamedLinop):
         return self.ioshape
 
     def split(self, tile) -> NamedLinop:
-        return split_arrays(self, tile, batch=self.ioshape)
+        return slice_arrays(self, tile, (), self.ioshape)[0]
 
     def apply(self, x: jax.Array) -> jax.Array:
         w, x = promote_inexact("Scalar", self.weight, x)
@@ -62,7 +63,9 @@ class Scalar(NamedLinop):
     def _normal(self, inner: NamedLinop | None) -> NamedLinop | None:
         """$|c|^2\\,\\mathrm{inner}$."""
         square = Scalar(jnp.abs(as_inexact(self.weight)) ** 2, self.ioshape)
-        return square if inner is None else scaled_output(inner, square.weight)
+        if inner is None:
+            return square
+        return Chain(*inner.flatten(), Scalar(square.weight, inner.oshape))
 
 
 # --8<-- [end:scalar]

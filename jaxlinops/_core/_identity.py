@@ -9,8 +9,8 @@ import jax.numpy as jnp
 
 from .._arrays import as_size, batch_shape_of, dim_sizes
 from .._dims import ELLIPSIS, Dims, DimsLike, as_dims, fmt
-from .._linop import NamedLinop, dims_field
-from .._split import split_arrays, tile_length
+from ._linop import NamedLinop, dims_field
+from ._tiles import slice_arrays, tile_length
 
 
 def _same_rank(name: str, ishape: Dims, oshape: Dims) -> None:
@@ -44,7 +44,7 @@ class Identity(NamedLinop):
         return "Identity" if self.ishape == self.oshape else "ShapeSpec"
 
     def split(self, tile) -> NamedLinop:
-        return split_arrays(self, tile, batch=[d for d in self.ishape if d in self.oshape])
+        return slice_arrays(self, tile, (), [d for d in self.ishape if d in self.oshape])[0]
 
     def apply(self, x: jax.Array) -> jax.Array:
         return x

@@ -5,9 +5,10 @@ from __future__ import annotations
 import jax
 
 from .._dims import Dims
-from .._linop import NamedLinop
-from .._split import split_children
-from ._containers import add_all, as_linops, call_adjoint, consistent_size, most_specific, unify
+from ._containers import add_all, as_linops, call_adjoint, consistent_size
+from ._linop import NamedLinop
+from ._tiles import split_children
+from ._unify import most_specific, unify
 
 
 class Add(NamedLinop):

@@ -8,8 +8,8 @@ import numpy as np
 
 from .._arrays import as_array, as_inexact, promote, promote_inexact, right_align
 from .._dims import ELLIPSIS, Dims, DimsLike, as_dims, fmt, is_wildcard, unique
-from .._linop import NamedLinop, dims_field
-from .._split import split_arrays
+from ._linop import NamedLinop, dims_field
+from ._tiles import slice_arrays
 
 
 class Diagonal(NamedLinop):
@@ -113,7 +113,7 @@ class Diagonal(NamedLinop):
         for d in self.ioshape:
             if d != ELLIPSIS and self._weight_axis(d) is not None:
                 axes[self._weight_axis(d)] = d
-        return split_arrays(self, tile, [(lambda o: o.weight, axes)], self.ioshape)
+        return slice_arrays(self, tile, [(lambda o: o.weight, axes)], self.ioshape)[0]
 
     def _aligned(self, w: jax.Array, x: jax.Array) -> jax.Array:
         """`w` reshaped to `x.ndim` axes by the alignment rule, checked against `x`."""

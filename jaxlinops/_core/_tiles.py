@@ -23,8 +23,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._dims import ELLIPSIS, fmt
-from ._linop import NamedLinop, all_dims
+from .._dims import fmt
+from ._linop import NamedLinop, all_dims, check_tileable
 
 ArrayAxes = tuple[Callable[[NamedLinop], jax.Array], Sequence[str | None]]
 
@@ -112,30 +112,6 @@ def split(A: NamedLinop, tile: Mapping[str, slice]) -> NamedLinop:
     return A.split(Tile(dict(tile)))
 
 
-def split_arrays(
-    op: NamedLinop,
-    tile: Mapping[str, slice],
-    arrays: Iterable[ArrayAxes] = (),
-    batch: Iterable[str] = (),
-    zeroed: bool = True,
-) -> NamedLinop:
-    """The tile of `op` for an operator that works entry by entry along the tiled dims: its
-    arrays sliced along those dims. Use it to implement `NamedLinop.split`.
-
-    - `arrays`: `(where, axes)` pairs: `where(op)` returns one of `op`'s arrays and `axes`
-      names the dim of each of its axes (None for an unnamed one). Size-1 axes broadcast
-      and are kept.
-    - `batch`: dims that `op` applies entry by entry without an array along them; a tile
-      along them is the same operator.
-    - `zeroed`: whether zero entries of the arrays give zero outputs (weights: yes; indices
-      and points: no). When not, padded entries of ragged tiles are masked.
-
-    A tiled dim of `op` that is in neither is one `op` mixes or resizes: a ValueError.
-    """
-    out, indexed = slice_arrays(op, tile, arrays, batch)
-    return mask_padded(out, op, tile, indexed if zeroed else ())
-
-
 def slice_arrays(
     op: NamedLinop, tile: Mapping[str, slice], arrays: Iterable[ArrayAxes], batch: Iterable[str]
 ) -> tuple[NamedLinop, set[str]]:
@@ -147,14 +123,7 @@ def slice_arrays(
     need no change). Any other dim of `op` in `tile` is one `op` mixes or resizes: an error.
     """
     tile, arrays = as_tile(tile), tuple(arrays)
-    named = {d for _, axes in arrays for d in axes if d is not None} | set(batch)
-    own = all_dims(op)
-    for d in tile:
-        if d in own and d not in named:
-            raise ValueError(
-                f"`{op.name}` ({fmt(op.ishape)} -> {fmt(op.oshape)}) cannot be split along "
-                f"dim {d!r}: it mixes or resizes that dim."
-            )
+    check_tileable(op, tile, {d for _, axes in arrays for d in axes if d is not None} | set(batch))
     out, indexed = op, set()
     for where, axes in arrays:
         array = where(op)
@@ -166,44 +135,40 @@ def slice_arrays(
     return out, indexed
 
 
-def mask_padded(
-    out: NamedLinop, op: NamedLinop, tile: Mapping[str, slice], zeroed: Iterable[str] = ()
-) -> NamedLinop:
-    """The tile `out` of `op`, masked to zero along the padded dims of `tile` that `op`
-    has on one side only (it creates or consumes them), except those in `zeroed`.
-
-    The mask $M$ is a 0/1 `Diagonal` (1 on the entries inside the dim): `M @ out` for an
-    output dim, `out @ M` for an input dim, so the tile is $Q_t A P_t^T$ exactly.
-    """
-    from .linops._diagonal import Diagonal
-
-    tile, zeroed = as_tile(tile), set(zeroed)
-    one_sided = set(op.ishape) ^ set(op.oshape)
-    dims = [d for d in tile.padded if d in tile and d in one_sided and d not in zeroed]
-    for side in ("ishape", "oshape"):
-        shape = getattr(op, side)
-        here = sorted((shape.index(d), d) for d in dims if d in shape)
-        if not here:
-            continue
-        first = here[0][0]
-        if ELLIPSIS in shape[first:]:
-            raise ValueError(
-                f"`{op.name}` ({fmt(op.ishape)} -> {fmt(op.oshape)}) cannot be padded along "
-                f"{here[0][1]!r}: a '...' follows it."
-            )
-        weight = np.ones((1,) * (len(shape) - first), bool)
-        for i, d in here:
-            n = tile_length(tile, d, 0)
-            keep = np.arange(n) < valid_length(tile[d], op.size(d))
-            weight = weight & keep.reshape((-1,) + (1,) * (len(shape) - 1 - i))
-        mask = Diagonal(jnp.asarray(weight), getattr(out, side))
-        out = mask @ out if side == "oshape" else out @ mask
-    return out
-
-
 def split_children(op: NamedLinop, tile: Mapping[str, slice]) -> NamedLinop:
     """A container with every child (`op.linops`) split by `tile`."""
     return eqx.tree_at(lambda o: o.linops, op, tuple(c.split(tile) for c in op.linops))
+
+
+def tile_grid(
+    sizes: Mapping[str, int],
+    tile_sizes: Mapping[str, int],
+    counts: Mapping[str, int] | None = None,
+) -> tuple[tuple[int, ...], list[tuple[tuple[int, ...], Tile]]]:
+    r"""The tile grid over the batched dims `sizes = {dim: n}` with `tile_sizes = {dim: b}`:
+    its shape and its `(index, tile)` pairs in row-major order. Tile $i$ of a dim covers
+    $[i b, (i + 1) b)$. This is the one planner behind `split_linop` and
+    `create_batched_linop`:
+
+    - without `counts` (`split_linop`, as torchlinops): $\lceil n / b \rceil$ tiles, the
+      last one cut at the end of the dim (ragged);
+    - with `counts = {dim: tiles}` (batched execution, at least $\lceil n / b \rceil$):
+      every tile has the full length $b$; a dim whose tiles run past its end is marked
+      padded in each `Tile`, so all tiles share one structure and stack into one array.
+    """
+    dims = tuple(sizes)
+    shape = tuple(counts[d] if counts is not None else -(-sizes[d] // tile_sizes[d]) for d in dims)
+    padded = frozenset(
+        d for d, c in zip(dims, shape) if counts is not None and c * tile_sizes[d] != sizes[d]
+    )
+    grid = []
+    for index in np.ndindex(*shape):
+        slices = {}
+        for d, i in zip(dims, index):
+            start, stop = i * tile_sizes[d], (i + 1) * tile_sizes[d]
+            slices[d] = slice(start, stop if counts is not None else min(stop, sizes[d]))
+        grid.append((index, Tile(slices, padded)))
+    return shape, grid
 
 
 def split_linop(
@@ -221,22 +186,19 @@ def split_linop(
     whose size only the input determines).
     """
     known = dict(sizes or {})
-    ranges = []
     for d, b in batch_sizes.items():
         if not isinstance(b, int) or isinstance(b, bool) or b <= 0:
             raise ValueError(f"`split_linop`: the tile size of dim {d!r} must be a positive "
                              f"integer; got {b!r}.")  # fmt: skip
-        n = A.size(d) if A.size(d) is not None else known.get(d)
-        if n is None:
+        known[d] = A.size(d) if A.size(d) is not None else known.get(d)
+        if known[d] is None:
             raise ValueError(
                 f"`split_linop`: {A.name} ({fmt(A.ishape)} -> {fmt(A.oshape)}) does not fix "
                 f"the size of dim {d!r}; pass it as `sizes={{{d!r}: n}}`."
             )
-        ranges.append([slice(i, min(i + b, n)) for i in range(0, n, b)])
-    grid = tuple(len(r) for r in ranges)
-    tiles, ins, outs = (np.empty(grid, object) for _ in range(3))
-    for index in np.ndindex(grid):
-        tile = {d: r[i] for d, r, i in zip(batch_sizes, ranges, index)}
+    shape, grid = tile_grid({d: known[d] for d in batch_sizes}, batch_sizes)
+    tiles, ins, outs = (np.empty(shape, object) for _ in range(3))
+    for index, tile in grid:
         tiles[index] = split(A, tile)
         ins[index] = [tile.get(d, slice(None)) for d in A.ishape]
         outs[index] = [tile.get(d, slice(None)) for d in A.oshape]

@@ -1,24 +1,15 @@
-"""Shape bookkeeping shared by the container operators (Chain, Add, Concat, Stack)."""
+"""Shape unification of parallel operators (the children of Add, Concat and Stack):
+wildcards resolved against the most specific child, and dimless operators
+(`lam * Identity()`) given their partner's dims."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-import jax
-
-from .._arrays import promote
 from .._dims import ELLIPSIS, fmt, has_wildcards, resolve, shapes_match
-from .._linop import NamedLinop, all_dims, check_input, relabel
-
-
-def as_linops(name: str, linops: Sequence) -> tuple[NamedLinop, ...]:
-    """Validate a container's children: at least one, all NamedLinops."""
-    if not linops:
-        raise ValueError(f"`{name}` needs at least one operator; got none.")
-    for i, op in enumerate(linops):
-        if not isinstance(op, NamedLinop):
-            raise TypeError(f"`{name}` takes NamedLinops; argument {i} is a {type(op).__name__}.")
-    return tuple(linops)
+from ._chain import Chain
+from ._identity import Identity
+from ._linop import NamedLinop, all_dims, relabel
 
 
 def resolve_side(op: NamedLinop, side: str, target) -> NamedLinop:
@@ -49,9 +40,6 @@ def adopt_dims(op: NamedLinop, ref: NamedLinop) -> NamedLinop:
     """A dimless `op` (see `is_dimless`) made to map `ref.ishape -> ref.oshape`: it runs on
     `ref.oshape` after a renaming `ShapeSpec(ref.ishape, ref.oshape)`, so that
     `A.N + lam * Identity()` works although `A.N` renames its output dims."""
-    from ._chain import Chain
-    from ._identity import Identity
-
     if not is_dimless(op) or is_dimless(ref) or ref.ishape == ref.oshape:
         return op
     same_rank = len(ref.ishape) == len(ref.oshape) and (ELLIPSIS in ref.ishape) == (
@@ -84,42 +72,3 @@ def unify(name: str, linops: Sequence[NamedLinop]) -> tuple[NamedLinop, ...]:
                 )
         out.append(op)
     return tuple(out)
-
-
-def consistent_size(name: str, linops: Sequence[NamedLinop], dim: str) -> int | None:
-    """The size the children agree on for `dim`; a ValueError if two disagree."""
-    found = None
-    for op in linops:
-        s = op.size(dim)
-        if s is None:
-            continue
-        if found is not None and s != found:
-            raise ValueError(
-                f"`{name}`: conflicting sizes {found} and {s} for dim {dim!r} "
-                f"(the second from {op.name})."
-            )
-        found = s
-    return found
-
-
-def call_adjoint(op: NamedLinop, y: jax.Array) -> jax.Array:
-    """$A^H y$ with the same input checks as `A.H(y)`, without building `A.H`."""
-    check_input(op, op.oshape, y)
-    return op.apply_adjoint(y)
-
-
-def add_all(arrays: Sequence[jax.Array]) -> jax.Array:
-    """Sum arrays of possibly different dtypes (explicit promotion)."""
-    arrays = promote(*arrays)
-    total = arrays[0]
-    for a in arrays[1:]:
-        total = total + a
-    return total
-
-
-def block_apply(x: jax.Array, calls, split=None, join=None) -> jax.Array:
-    """Run one block per call: `split(x)` gives each block its input (else all get `x`),
-    `join(outputs)` assembles the result (else the outputs are summed)."""
-    parts = split(x) if split is not None else [x] * len(calls)
-    outs = [call(p) for call, p in zip(calls, parts)]
-    return join(promote(*outs)) if join is not None else add_all(outs)

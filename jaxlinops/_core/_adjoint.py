@@ -5,7 +5,7 @@ from __future__ import annotations
 import jax
 
 from .._dims import Dims
-from .._linop import NamedLinop
+from ._linop import NamedLinop
 
 
 class Adjoint(NamedLinop):

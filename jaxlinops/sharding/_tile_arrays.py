@@ -1,4 +1,6 @@
-"""Tiles of one structure as one operator whose arrays have leading tile-grid axes.
+"""The tile arrays of a batched operator: tiles of one structure as one operator whose
+arrays have leading tile-grid axes (`stack_tiles`, `unstack_tiles`), and their placement on
+a mesh.
 
 An array that is the same in every tile along a grid axis (e.g. a NUFFT trajectory when
 tiling coils) keeps a size-1 axis there: it is stored once, replicated across that mesh
@@ -13,10 +15,10 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-from .._linop import NamedLinop
+from .._core import NamedLinop
 
 
-def stack(tiles: list[NamedLinop], grid: tuple[int, ...]) -> NamedLinop | None:
+def stack_tiles(tiles: list[NamedLinop], grid: tuple[int, ...]) -> NamedLinop | None:
     """The tiles (in row-major grid order) as one operator with stacked arrays, or None
     where they differ in structure, array shapes or dtypes, or non-array leaves."""
     flat, treedef = jax.tree.flatten(tiles[0])
@@ -69,7 +71,9 @@ def pick(a, index: tuple) -> tuple:
     return tuple(i if n > 1 else 0 for i, n in zip(index, a.shape))
 
 
-def unstack(stacked: NamedLinop, grid: tuple[int, ...]) -> list[NamedLinop]:
+def unstack_tiles(stacked: NamedLinop, grid: tuple[int, ...]) -> list[NamedLinop]:
+    """The tiles of a stacked operator, in row-major grid order (the inverse of
+    `stack_tiles`)."""
     return [tile_at(stacked, index) for index in np.ndindex(*grid)]
 
 

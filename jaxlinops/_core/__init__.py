@@ -1,0 +1,67 @@
+"""The core layer: the `NamedLinop` base class and the operator algebra.
+
+Modules, lowest first (each imports only those before it):
+
+- `_linop`: the base class, dims fields and renaming, and the `Algebra` slot;
+- `_tiles`: tiles (`Tile`, `split`, `slice_arrays`, `split_linop`);
+- `_containers`: shape bookkeeping shared by container operators;
+- `_adjoint`, `_identity`, `_diagonal`, `_chain`, `_scalar`: the algebra's operators;
+- `_unify`, `_add`: sums of parallel operators;
+- `_masks`: tiles of operators that create or consume a dim (`split_arrays`);
+- `_normal`: the normal's dims and folding rules;
+- `_algebra`: composition, sums, scaling, adjoints and normals, installed here into the
+  base class.
+
+The leaf operators (`jaxlinops.linops`) and everything above import from this package.
+"""
+
+from . import _algebra
+from ._add import Add as Add
+from ._adjoint import Adjoint as Adjoint
+from ._chain import Chain as Chain
+from ._containers import (
+    add_all as add_all,
+    as_linops as as_linops,
+    block_apply as block_apply,
+    call_adjoint as call_adjoint,
+    consistent_size as consistent_size,
+)
+from ._diagonal import Diagonal as Diagonal
+from ._identity import Identity as Identity, ShapeSpec as ShapeSpec, Zero as Zero
+from ._linop import (
+    NamedLinop as NamedLinop,
+    all_dims as all_dims,
+    check_input as check_input,
+    dims_field as dims_field,
+    map_dims as map_dims,
+    relabel as relabel,
+    rename as rename,
+    stacked_field as stacked_field,
+    use_algebra,
+)
+from ._masks import mask_padded as mask_padded, split_arrays as split_arrays
+from ._normal import (
+    default_normal as default_normal,
+    fold_normal as fold_normal,
+    identity_normal as identity_normal,
+    normal_oshape as normal_oshape,
+    normal_renaming as normal_renaming,
+    with_oshape as with_oshape,
+)
+from ._scalar import Scalar as Scalar
+from ._tiles import (
+    ArrayAxes as ArrayAxes,
+    Tile as Tile,
+    as_tile as as_tile,
+    slice_arrays as slice_arrays,
+    split as split,
+    split_children as split_children,
+    split_linop as split_linop,
+    take as take,
+    tile_grid as tile_grid,
+    tile_length as tile_length,
+    valid_length as valid_length,
+)
+from ._unify import most_specific as most_specific, unify as unify
+
+use_algebra(_algebra)
