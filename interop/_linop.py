@@ -52,7 +52,8 @@ class _OperatorSpec(eqx.Module):
     - `transforms`: the views taken of the rebuilt operator, in order (`"H"` or `"N"`).
     """
 
-    treedef: jax.tree_util.PyTreeDef
+    # jaxlib ships no type stubs, so pyright sees PyTreeDef as an unknown variable
+    treedef: jax.tree_util.PyTreeDef  # pyright: ignore[reportInvalidTypeForm]
     static: NamedLinop
     placement: tuple[jax.sharding.Sharding, ...]
     transforms: tuple[str, ...]
@@ -77,7 +78,7 @@ class TorchLinop(torch.nn.Module):
     parameters (the arrays of the operator it was built from). `spec` rebuilds the
     operator from them (`_OperatorSpec`)."""
 
-    def __init__(self, params, spec: _OperatorSpec, name: str):
+    def __init__(self, params: torch.nn.ParameterList, spec: _OperatorSpec, name: str):
         super().__init__()
         self.params = params
         self._spec, self._name = spec, name
@@ -257,8 +258,9 @@ class _Jax(torch.autograd.Function):
         params = tuple(_jax_params(spec, tensors[n:]))
         if orders:
             outputs, ctx.vjp = _run(spec, orders, args, params), None
-        else:
-            y, ctx.vjp = _forward_vjp(spec, *args, params)
+        else:  # the first forward: one input, x
+            (x,) = args
+            y, ctx.vjp = _forward_vjp(spec, x, params)
             outputs = (y,)
         ctx.spec, ctx.orders, ctx.n = spec, orders, n
         ctx.save_for_backward(*tensors)

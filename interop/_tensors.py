@@ -29,6 +29,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import torch
+from jax.core import Tracer
 
 _WIDE = (torch.float64, torch.complex128, torch.int64, torch.uint64)
 # the dtypes that DLPack carries between the two libraries, by their common name
@@ -58,7 +59,8 @@ def to_jax(t: torch.Tensor) -> jax.Array:
             f"`interop.to_jax`: {t.dtype} has no JAX counterpart; supported: "
             f"{', '.join(sorted(_SHARED))}."
         )
-    if t.dtype in _WIDE and not jax.config.jax_enable_x64:
+    # jax registers its flags at run time, so pyright cannot see `jax_enable_x64`
+    if t.dtype in _WIDE and not jax.config.jax_enable_x64:  # pyright: ignore[reportAttributeAccessIssue]
         raise TypeError(
             f"`interop.to_jax`: a {t.dtype} tensor needs 64-bit JAX types; call "
             f'`jax.config.update("jax_enable_x64", True)` first, or convert the tensor '
@@ -87,7 +89,7 @@ def to_torch(x: jax.Array) -> torch.Tensor:
     `_SHARED`), a `ValueError` for an array spread over several processes."""
     if not isinstance(x, jax.Array):
         raise TypeError(f"`interop.to_torch` expects a jax.Array; got {type(x).__name__}.")
-    if isinstance(x, jax.core.Tracer):
+    if isinstance(x, Tracer):
         raise TypeError(
             "`interop.to_torch` got a traced value: it converts concrete arrays, outside "
             "`jax.jit` and other transformations."

@@ -18,13 +18,17 @@ Toeplitz normal, ...) build ordinary torchlinops operators, which convert as the
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import jaxlinops as jl
 
 from ._tensors import to_jax
 
+if TYPE_CHECKING:
+    import torchlinops
 
-def from_torchlinops(A) -> jl.NamedLinop:
+
+def from_torchlinops(A: torchlinops.NamedLinop) -> jl.NamedLinop:
     """The jaxlinops operator equivalent to the torchlinops operator `A`: same dims, same
     forward, adjoint and normal.
 

@@ -8,7 +8,9 @@ import importlib.metadata as _metadata
 
 from . import alg as alg, config as config, functional as functional, testing as testing
 from ._core import (
+    Coupling as Coupling,
     NamedLinop as NamedLinop,
+    Tiling as Tiling,
     dims_field as dims_field,
     rename as rename,
     split as split,
@@ -65,6 +67,8 @@ __all__ = [
     "rename",
     "split",
     "split_arrays",
+    "Coupling",
+    "Tiling",
     "split_linop",
     "FFT",
     "NUFFT",

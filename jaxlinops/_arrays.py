@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import TypeAlias
+
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.core import Tracer
+from jax.typing import ArrayLike, DTypeLike
 
 from ._dims import ELLIPSIS, Dims, fmt
 
+# `jax.Device` for annotations: jaxlib ships no type stubs, so pyright cannot see the class
+Device: TypeAlias = jax.Device  # pyright: ignore[reportInvalidTypeForm]
 
-def promote(*arrays):
+
+def promote(*arrays: ArrayLike) -> tuple[jax.Array, ...]:
     """Cast arrays to their common dtype under JAX's standard promotion rules.
 
     Operators that mix dtypes (a real weight applied to complex data) promote explicitly
@@ -20,7 +28,7 @@ def promote(*arrays):
     return tuple(jnp.asarray(a).astype(dtype) for a in arrays)
 
 
-def promote_inexact(name: str, *arrays):
+def promote_inexact(name: str, *arrays: ArrayLike) -> tuple[jax.Array, ...]:
     """`promote`, refusing a common dtype that is an integer or bool.
 
     For operators that multiply and add (`Diagonal`, `Dense`, `Convolution`, overlap-add):
@@ -53,11 +61,11 @@ def as_inexact(w: jax.Array) -> jax.Array:
 _WIDE = tuple(np.dtype(t) for t in (np.float64, np.int64, np.uint64, np.complex128))
 
 
-def _is_64bit(dtype) -> bool:
+def _is_64bit(dtype: DTypeLike) -> bool:
     return np.dtype(dtype) in _WIDE
 
 
-def as_array(value, what: str) -> jax.Array:
+def as_array(value: object, what: str) -> jax.Array:
     """Convert `value` to a JAX array, refusing a silent 64-bit -> 32-bit downcast.
 
     `what` names the argument in error messages, e.g. "`Dense(weight=...)`".
@@ -80,7 +88,8 @@ def as_array(value, what: str) -> jax.Array:
             f"{what} expects a numeric array, got {type(value).__name__} {value!r:.40} "
             f"(dtype {arr.dtype})."
         )
-    if _is_64bit(arr.dtype) and not jax.config.jax_enable_x64:
+    # jax registers its flags at run time, so pyright cannot see `jax_enable_x64`
+    if _is_64bit(arr.dtype) and not jax.config.jax_enable_x64:  # pyright: ignore[reportAttributeAccessIssue]
         raise ValueError(
             f"{what} got a {arr.dtype} array but 64-bit types are disabled in JAX, so it "
             f"would be silently downcast. Enable them with "
@@ -97,7 +106,7 @@ def _all_finite(x: jax.Array) -> jax.Array:
 def has_nonfinite(x: jax.Array) -> bool:
     """Whether a concrete array holds NaN or Inf (False for tracers, whose values are not
     known): one compiled reduction per shape."""
-    if isinstance(x, jax.core.Tracer):
+    if isinstance(x, Tracer):
         return False
     with jax.ensure_compile_time_eval():  # concrete even inside an outer jit
         return not bool(_all_finite(x))
@@ -156,7 +165,7 @@ def batch_shape_of(shape: Dims, x_shape: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(x_shape[i : len(x_shape) - (len(shape) - i - 1)])
 
 
-def as_sizes(values, what: str, minimum: int | None = 0) -> tuple[int, ...]:
+def as_sizes(values: object, what: str, minimum: int | None = 0) -> tuple[int, ...]:
     """Convert a sequence of sizes to Python ints, refusing what would be truncated.
 
     Accepts Python and numpy integers and integral floats (`8.0`); refuses `8.7` with a
@@ -164,14 +173,14 @@ def as_sizes(values, what: str, minimum: int | None = 0) -> tuple[int, ...]:
     names `what` (e.g. "`Pad(im_size=...)`") and the value received. Every size must be
     at least `minimum` (None: any integer, e.g. for an axis index).
     """
-    if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
+    if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
         raise TypeError(f"{what} expects a sequence of integer sizes; got {values!r}.")
     return tuple(as_size(v, what, minimum) for v in values)
 
 
-def as_size(value, what: str, minimum: int | None = 0) -> int:
+def as_size(value: object, what: str, minimum: int | None = 0) -> int:
     """One size as a Python int; see `as_sizes`."""
-    if isinstance(value, jax.core.Tracer):
+    if isinstance(value, Tracer):
         raise TypeError(
             f"{what} needs concrete sizes known at trace time; got a traced value. Pass a "
             f"Python or numpy integer (sizes are static: they fix array shapes)."
@@ -182,7 +191,7 @@ def as_size(value, what: str, minimum: int | None = 0) -> int:
         raise TypeError(f"{what} expects integer sizes; got {value!r} ({type(value).__name__}).")
     if np.ndim(value) != 0:
         raise TypeError(f"{what} expects integer sizes; got an array of shape {np.shape(value)}.")
-    number = value.item() if hasattr(value, "item") else value
+    number = value.item() if isinstance(value, (np.generic, np.ndarray, jax.Array)) else value
     if isinstance(number, bool):
         raise TypeError(f"{what} expects integer sizes; got the boolean array {value!r}.")
     if isinstance(number, float) and not number.is_integer():

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from typing import Final
 
 Dims = tuple[str, ...]
 DimsLike = str | Sequence[str] | None
 
-ELLIPSIS = "..."
+ELLIPSIS: Final = "..."
 ANY = "()"
 
 _ORDINAL = re.compile(r"^\((\d*)\)$")
@@ -25,7 +26,6 @@ _SYNTAX = (
     "a dim name is ASCII letters, digits and underscores starting with a letter (e.g. 'Nx', "
     "'coil_2'); the wildcards are '...', '()' and '(k)' for an integer k"
 )
-_TRAILING_DIGITS = re.compile(r"^(.*?)(\d*)$")
 
 
 def Dim(s: str | None) -> Dims:
@@ -148,8 +148,8 @@ def next_unused(dim: str, avoid: Iterable[str] = ()) -> str:
         while f"({k})" in avoid:
             k += 1
         return f"({k})"
-    base, digits = _TRAILING_DIGITS.match(dim).groups()
-    k = int(digits or 0) + 1
+    base = dim.rstrip("0123456789")
+    k = int(dim[len(base) :] or 0) + 1
     while f"{base}{k}" in avoid:
         k += 1
     return f"{base}{k}"
@@ -243,7 +243,7 @@ def resolve(pattern: Dims, target: Dims) -> dict[str, object] | None:
     }
 
 
-def substitute(shape: Dims, mapping: Mapping[str, object]) -> Dims:
+def substitute(shape: Dims, mapping: Mapping[str, str | Dims]) -> Dims:
     """Apply a renaming / wildcard substitution to a shape.
 
     `mapping` maps a dim to a new name, or `"..."` to a tuple of dims spliced in its place.

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping, Sequence
+from typing import Literal
 
 import jax
 import jax.numpy as jnp
@@ -18,7 +19,7 @@ import jax.numpy as jnp
 from ._dims import ELLIPSIS, Dims, fmt
 
 Group = tuple[str, ...]
-Pattern = tuple[Group | str, ...]  # a Group per array axis, or "..." for any number
+Pattern = tuple[Group | Literal["..."], ...]  # a Group per array axis, or "..." for any number
 
 _TOKEN = re.compile(r"\.\.\.|[()]|[^\s()]+")
 
@@ -30,7 +31,7 @@ def parse_pattern(pattern: str, what: str) -> Pattern:
     """
     if not isinstance(pattern, str):
         raise TypeError(f"{what} expects a pattern string; got {type(pattern).__name__}.")
-    groups: list[Group | str] = []
+    groups: list[Group | Literal["..."]] = []
     current: list[str] | None = None
     for tok in _TOKEN.findall(pattern):
         if tok == "(":
@@ -115,21 +116,22 @@ def dim_groups(groups: Pattern, shape: Dims) -> tuple[Dims, dict[str, Group]] | 
     `"..."` in the pattern stands for any number of dims of `shape` (after a Chain has
     resolved the wildcard), which must include the shape's own `"..."`, if any.
     """
+    axes = [g for g in groups if g != ELLIPSIS]  # the groups of the dims besides "..."
     if ELLIPSIS not in groups:
         ok = len(groups) == len(shape) and ELLIPSIS not in shape
-        return ((), dict(zip(shape, groups))) if ok else None
+        return ((), dict(zip(shape, axes))) if ok else None
     p = groups.index(ELLIPSIS)
     n_batch = len(shape) - len(groups) + 1
     rest = shape[:p] + shape[p + n_batch :]
     if n_batch < 0 or ELLIPSIS in rest:
         return None
-    return shape[p : p + n_batch], dict(zip(rest, groups[:p] + groups[p + 1 :]))
+    return shape[p : p + n_batch], dict(zip(rest, axes))
 
 
-def _aligned(groups: Pattern, shape: Dims, pname: str, sname: str):
+def _aligned(groups: Pattern, shape: Dims, pname: str, sname: str) -> tuple[Dims, dict[str, Group]]:
     found = dim_groups(groups, shape)
     if found is None:
-        shown = " ".join(g if g == ELLIPSIS else "(" + " ".join(g) + ")" for g in groups)
+        shown = " ".join(ELLIPSIS if g == ELLIPSIS else "(" + " ".join(g) + ")" for g in groups)
         raise ValueError(
             f"`Rearrange`: {sname} {fmt(shape)} must have one dim per axis of {pname} "
             f"{shown!r}, with '...' at the same positions."

@@ -26,6 +26,7 @@ import subprocess
 import sys
 import time
 import zlib
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import jax
@@ -33,9 +34,12 @@ import jax.numpy as jnp
 import numpy as np
 
 import jaxlinops as jl
+from jaxlinops._arrays import Device
 
 # importing jax does not start its backends: `select_devices` can still set the number of
 # simulated CPU devices
+
+Say = Callable[..., None]  # prints on process 0, does nothing on the others
 
 # (intensity, semi-axes, centre, angle in degrees) of the modified Shepp–Logan phantom
 SHEPP_LOGAN = (
@@ -94,7 +98,7 @@ def ramp_dcf(locs: np.ndarray) -> np.ndarray:
     return (dcf / dcf.mean()).astype(np.float32)
 
 
-def exact_kspace(image, maps, locs):
+def exact_kspace(image: np.ndarray, maps: np.ndarray, locs: np.ndarray) -> np.ndarray:
     r"""$y_c(p) = N^{-1} \sum_n S_c[n]\, x[n]\, e^{-2\pi i p \cdot (n - N/2) / N}$: the exact
     DFT at every point (the NUFFT's convention), separable in the two axes."""
     n = image.shape[0]
@@ -132,9 +136,10 @@ def write_png(path: Path, panels: list[np.ndarray]) -> None:
     path.write_bytes(png + chunk(b"IEND", b""))
 
 
-def parse_args(argv):
+def parse_args(argv: list[str]) -> tuple[argparse.ArgumentParser, argparse.Namespace]:
+    """The parser and the checked command-line arguments."""
     parser = argparse.ArgumentParser(
-        prog="python -m jaxlinops.demo", description=__doc__.split("\n\n")[0]
+        prog="python -m jaxlinops.demo", description=(__doc__ or "").split("\n\n")[0]
     )
     add = parser.add_argument
     add("--size", type=int, default=128, help="image size N (N × N; default 128)")
@@ -186,10 +191,11 @@ def launch(argv: list[str], processes: int) -> int:
         time.sleep(0.1)
 
 
-def select_devices(parser, args):
+def select_devices(parser: argparse.ArgumentParser, args: argparse.Namespace) -> list[Device]:
     """The devices to run on. On a CPU-only machine, simulate `--devices` (default 8)
     devices, split among the processes; this must happen before JAX starts its backend."""
-    if jax.config.jax_num_cpu_devices < 1:  # not chosen by the caller
+    # not chosen by the caller (jax registers its flags at run time: pyright cannot see them)
+    if jax.config.jax_num_cpu_devices < 1:  # pyright: ignore[reportAttributeAccessIssue]
         try:
             jax.config.update("jax_num_cpu_devices", (args.devices or 8) // args.processes)
         except RuntimeError:  # JAX's backends are already up: use what they have
@@ -229,7 +235,9 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def simulate(args, say):
+def simulate(
+    args: argparse.Namespace, say: Say
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The phantom, coil maps, trajectory and noisy exact-DFT k-space `(C, S, R)`."""
     n, rng = args.size, np.random.default_rng(args.seed)
     truth = phantom(n).astype(np.complex64)
@@ -248,7 +256,9 @@ def simulate(args, say):
 
 
 # --8<-- [start:recon]
-def forward_model(maps, locs, n: int, say):
+def forward_model(
+    maps: np.ndarray, locs: np.ndarray, n: int, say: Say
+) -> tuple[jl.NamedLinop, np.ndarray]:
     """$A = \\sqrt{w}\\,\\mathrm{NUFFT}\\,S$ scaled to $\\|A\\| = 1$ by the power method,
     and its (scaled) diagonal weight $\\sqrt{w}$."""
     S = jl.Dense(maps, "C Nx Ny", "Nx Ny", "C Nx Ny")
@@ -261,10 +271,17 @@ def forward_model(maps, locs, n: int, say):
     return jl.Diagonal(weight, "C S R", broadcast_dims="C") @ F @ S, weight
 
 
-def reconstruct(A, data, devices, args, say):
+def reconstruct(
+    A: jl.NamedLinop,
+    data: np.ndarray,
+    devices: Sequence[Device],
+    args: argparse.Namespace,
+    say: Say,
+) -> tuple[np.ndarray, np.ndarray]:
     """CG on $A^H A x = A^H (\\sqrt{w} y)$ with $A^H A$ split by coils over `devices`;
     returns the reconstruction and the adjoint $A^H \\sqrt{w} y$ (numpy)."""
     AN = jl.create_batched_linop(A.N, jl.BatchSpec({"C": 1}, device_matrix=devices))
+    assert AN.mesh is not None  # a device matrix gives a mesh
     processes = f" in {jax.process_count()} processes" if jax.process_count() > 1 else ""
     say(f"Devices: {len(devices)} × {devices[0].platform}{processes}; mesh {dict(AN.mesh.shape)}")
     b = A.H(data)
@@ -287,7 +304,7 @@ def reconstruct(A, data, devices, args, say):
 # --8<-- [end:recon]
 
 
-def _local(x) -> np.ndarray:
+def _local(x: jax.Array) -> np.ndarray:
     """A replicated array's value in this process (also when it spans processes)."""
     return np.asarray(x.addressable_data(0))
 

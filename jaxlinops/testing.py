@@ -14,6 +14,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.typing import ArrayLike, DTypeLike
 
 from ._arrays import promote
 from ._core import NamedLinop
@@ -27,12 +28,12 @@ __all__ = [
 ]
 
 
-def default_rtol(dtype) -> float:
+def default_rtol(dtype: DTypeLike) -> float:
     """A relative tolerance for results computed in `dtype` (single vs double precision)."""
     return 1e-4 if jnp.finfo(dtype).bits <= 32 or np.dtype(dtype) == np.complex64 else 1e-10
 
 
-def inner(a: jax.Array, b: jax.Array) -> jax.Array:
+def inner(a: ArrayLike, b: ArrayLike) -> jax.Array:
     r"""$\langle a, b \rangle = \sum \bar a \, b$ over all entries."""
     a, b = promote(a, b)
     return jnp.sum(jnp.conj(a) * b)
@@ -57,7 +58,9 @@ def _tol(rtol, *arrays) -> float:
     return max(default_rtol(jnp.asarray(a).dtype) for a in arrays)
 
 
-def assert_adjoint(A: NamedLinop, x, y, rtol: float | None = None, atol: float = 0.0):
+def assert_adjoint(
+    A: NamedLinop, x: ArrayLike, y: ArrayLike, rtol: float | None = None, atol: float = 0.0
+) -> None:
     r"""Dot test: $\langle y, A x \rangle = \langle A^H y, x \rangle$.
 
     `x` is laid out by `A.ishape`, `y` by `A.oshape`. The tolerance is relative to
@@ -76,13 +79,17 @@ def assert_adjoint(A: NamedLinop, x, y, rtol: float | None = None, atol: float =
         )
 
 
-def assert_normal(A: NamedLinop, x, rtol: float | None = None, atol: float = 0.0):
+def assert_normal(
+    A: NamedLinop, x: ArrayLike, rtol: float | None = None, atol: float = 0.0
+) -> None:
     r"""$A^N x = A^H (A x)$, elementwise."""
     want = A.H(A(x))
     _check_close(f"Normal test for {A.name}", A.N(x), want, _tol(rtol, x, want), atol)
 
 
-def assert_linear_transpose(A: NamedLinop, x, y, rtol: float | None = None, atol=0.0):
+def assert_linear_transpose(
+    A: NamedLinop, x: ArrayLike, y: ArrayLike, rtol: float | None = None, atol: float = 0.0
+) -> None:
     r"""`A.H(y)` equals $\overline{A^T \bar y}$ with $A^T$ from `jax.linear_transpose`.
 
     This catches a hand-written adjoint that forgets a complex conjugate, which the dot

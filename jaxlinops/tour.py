@@ -14,6 +14,7 @@ import argparse
 
 import jax
 import numpy as np
+from jax.typing import ArrayLike
 
 import jaxlinops as jl
 
@@ -51,14 +52,15 @@ def numpy_forward(maps: np.ndarray, mask: np.ndarray, x: np.ndarray) -> np.ndarr
     return mask * k
 
 
-def indent(text: str) -> str:
+def indent(text: object) -> str:
+    """`str(text)` with every line indented by four spaces."""
     return "\n".join("    " + line for line in str(text).splitlines())
 
 
-def max_rel_diff(a: jax.Array, b: jax.Array) -> float:
+def max_rel_diff(a: ArrayLike, b: ArrayLike) -> float:
     r"""$\max |a - b| / \max |b|$, computed in numpy (no extra compilation)."""
-    a, b = np.asarray(a), np.asarray(b)
-    return float(np.max(np.abs(a - b)) / np.max(np.abs(b)))
+    a_np, b_np = np.asarray(a), np.asarray(b)
+    return float(np.max(np.abs(a_np - b_np)) / np.max(np.abs(b_np)))
 
 
 def check(err: float, what: str, tol: float = 1e-5) -> None:

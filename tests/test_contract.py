@@ -24,7 +24,7 @@ from helpers import DTYPES, OPERATOR_FACTORIES, KeyGen, assert_close, rand
 
 import jaxlinops as jl
 from jaxlinops._arrays import dim_sizes
-from jaxlinops._core import all_dims
+from jaxlinops._core import Coupling, all_dims
 from jaxlinops._dims import ELLIPSIS, axis_of
 
 C128 = jnp.complex128
@@ -204,7 +204,8 @@ def test_split_matches_a_block_of_the_operator(name):
     operator, forward and adjoint: the input slice embedded in zeros, the unsplit operator
     applied, the output sliced; tiles along an internal dim sum to the operator. A dim in
     `REFUSED_SPLITS` may instead be refused with a ValueError naming it; any other
-    outcome (another error, another shape, another value) fails."""
+    outcome (another error, another shape, another value) fails. The operator's declared
+    `coupling` agrees: `Coupling.NONE` exactly along the dims that split."""
     op, x, y = build(name, jnp.complex128)
     A = resolve_ellipsis(op, x, y)
     sizes = {**dim_sizes(A.ishape, x.shape), **dim_sizes(A.oshape, y.shape)}
@@ -219,7 +220,9 @@ def test_split_matches_a_block_of_the_operator(name):
         except ValueError as e:
             assert d in refusable, f"[split along {d}] refused, but must split: {e}"
             assert f"'{d}'" in str(e), f"[split along {d}] the refusal does not name it: {e}"
+            assert A.coupling(d) != Coupling.NONE, f"[split along {d}] refused, coupling none"
             continue
+        assert A.coupling(d) == Coupling.NONE, f"[split along {d}] coupling {A.coupling(d)}"
         if d in internal:  # partial sums over a partition of the dim
             check(f"split along {d}", assert_close, sum(t(x) for t in tiles), op(x), C128)
             check(f"split along {d}: H", assert_close, sum(t.H(y) for t in tiles), op.H(y), C128)

@@ -2,6 +2,7 @@
 
 Modules, lowest first (each imports only those before it):
 
+- `_coupling`: what operators declare about splitting (`Coupling`, `Tiling`);
 - `_linop`: the base class, dims fields and renaming, and the `Algebra` slot;
 - `_tiles`: tiles (`Tile`, `split`, `slice_arrays`, `split_linop`);
 - `_containers`: shape bookkeeping shared by container operators;
@@ -26,6 +27,7 @@ from ._containers import (
     call_adjoint as call_adjoint,
     consistent_size as consistent_size,
 )
+from ._coupling import Coupling as Coupling, Tiling as Tiling, strongest as strongest
 from ._diagonal import Diagonal as Diagonal
 from ._identity import Identity as Identity, ShapeSpec as ShapeSpec, Zero as Zero
 from ._linop import (

@@ -6,7 +6,8 @@ import jax
 
 from .._dims import Dims
 from ._containers import add_all, as_linops, call_adjoint, consistent_size
-from ._linop import NamedLinop
+from ._coupling import Coupling, strongest
+from ._linop import NamedLinop, all_dims
 from ._tiles import split_children
 from ._unify import most_specific, unify
 
@@ -30,6 +31,10 @@ class Add(NamedLinop):
     @property
     def children(self) -> tuple[NamedLinop, ...]:
         return self.linops
+
+    def coupling(self, dim: str) -> Coupling:
+        """The strongest coupling of `dim` among the children that have it."""
+        return strongest(op.coupling(dim) for op in self.linops if dim in all_dims(op))
 
     def split(self, tile) -> NamedLinop:
         return split_children(self, tile)

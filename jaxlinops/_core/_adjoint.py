@@ -5,6 +5,7 @@ from __future__ import annotations
 import jax
 
 from .._dims import Dims
+from ._coupling import Coupling
 from ._linop import NamedLinop
 
 
@@ -27,6 +28,9 @@ class Adjoint(NamedLinop):
     @property
     def name(self) -> str:
         return f"{self.linop.name}.H"
+
+    def coupling(self, dim: str) -> Coupling:
+        return self.linop.coupling(dim)
 
     def split(self, tile) -> NamedLinop:
         return Adjoint(self.linop.split(tile))

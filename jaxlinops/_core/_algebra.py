@@ -3,6 +3,8 @@ composition, sums, scaling, the generic adjoint and the normal."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -11,6 +13,7 @@ from ._add import Add
 from ._adjoint import Adjoint
 from ._chain import Chain
 from ._linop import NamedLinop
+from ._masks import split_arrays
 from ._normal import fold_normal, with_oshape
 from ._scalar import Scalar
 
@@ -34,6 +37,12 @@ def scale(op: NamedLinop, c, side: str) -> NamedLinop:
     if side == "input":
         return compose(op, Scalar(c, op.ishape))
     return compose(Scalar(c, op.oshape), op)
+
+
+def split(op: NamedLinop, tile: Mapping[str, slice]) -> NamedLinop:
+    """The tile of `op` that its `tiling()` declares (`split_arrays`)."""
+    t = op.tiling()
+    return split_arrays(op, tile, t.arrays, t.batch, t.zeroed)
 
 
 adjoint = Adjoint

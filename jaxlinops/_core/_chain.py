@@ -6,6 +6,7 @@ import jax
 
 from .._dims import Dims, fmt, next_unused, resolve, shapes_match
 from ._containers import as_linops, call_adjoint, consistent_size
+from ._coupling import Coupling, strongest
 from ._linop import NamedLinop, all_dims, relabel
 from ._tiles import split_children
 
@@ -40,6 +41,10 @@ class Chain(NamedLinop):
 
     def flatten(self) -> tuple[NamedLinop, ...]:
         return self.linops
+
+    def coupling(self, dim: str) -> Coupling:
+        """The strongest coupling of `dim` among the children that have it."""
+        return strongest(op.coupling(dim) for op in self.linops if dim in all_dims(op))
 
     def split(self, tile) -> NamedLinop:
         return split_children(self, tile)

@@ -8,8 +8,8 @@ import numpy as np
 
 from .._arrays import as_array, as_inexact, promote, promote_inexact, right_align
 from .._dims import ELLIPSIS, Dims, DimsLike, as_dims, fmt, is_wildcard, unique
+from ._coupling import Tiling
 from ._linop import NamedLinop, dims_field
-from ._tiles import slice_arrays
 
 
 class Diagonal(NamedLinop):
@@ -108,12 +108,12 @@ class Diagonal(NamedLinop):
         axis = self._weight_axis(dim)
         return None if axis is None else self.weight.shape[axis]
 
-    def split(self, tile) -> NamedLinop:
-        axes = [None] * self.weight.ndim
+    def tiling(self) -> Tiling:
+        axes: list[str | None] = [None] * self.weight.ndim
         for d in self.ioshape:
             if d != ELLIPSIS and self._weight_axis(d) is not None:
                 axes[self._weight_axis(d)] = d
-        return slice_arrays(self, tile, [(lambda o: o.weight, axes)], self.ioshape)[0]
+        return Tiling([(lambda o: o.weight, axes)], self.ioshape)
 
     def _aligned(self, w: jax.Array, x: jax.Array) -> jax.Array:
         """`w` reshaped to `x.ndim` axes by the alignment rule, checked against `x`."""

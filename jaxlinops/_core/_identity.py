@@ -9,8 +9,9 @@ import jax.numpy as jnp
 
 from .._arrays import as_size, batch_shape_of, dim_sizes
 from .._dims import ELLIPSIS, Dims, DimsLike, as_dims, fmt
+from ._coupling import Coupling, Tiling
 from ._linop import NamedLinop, dims_field
-from ._tiles import slice_arrays, tile_length
+from ._tiles import tile_length
 
 
 def _same_rank(name: str, ishape: Dims, oshape: Dims) -> None:
@@ -43,8 +44,8 @@ class Identity(NamedLinop):
     def name(self) -> str:
         return "Identity" if self.ishape == self.oshape else "ShapeSpec"
 
-    def split(self, tile) -> NamedLinop:
-        return slice_arrays(self, tile, (), [d for d in self.ishape if d in self.oshape])[0]
+    def tiling(self) -> Tiling:
+        return Tiling(batch=tuple(d for d in self.ishape if d in self.oshape))
 
     def apply(self, x: jax.Array) -> jax.Array:
         return x
@@ -120,6 +121,10 @@ class Zero(NamedLinop):
         for d in dst:
             shape.extend(batch_shape_of(src, x.shape) if d == ELLIPSIS else (known[d],))
         return jnp.zeros(tuple(shape), x.dtype)
+
+    def coupling(self, dim: str) -> Coupling:
+        """None: a tile of zeros is zeros of the tile's sizes."""
+        return Coupling.NONE
 
     def split(self, tile) -> NamedLinop:
         sizes = {d: tile_length(tile, d, n) for d, n in self.sizes}

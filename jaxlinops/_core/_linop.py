@@ -21,6 +21,7 @@ from equinox import AbstractVar
 
 from .._arrays import as_array, check_dtype, check_rank, dim_sizes
 from .._dims import Dims, fmt, substitute, unique
+from ._coupling import Coupling, Tiling
 
 
 def dims_field(kind: str = "shape", **kwargs):
@@ -107,12 +108,25 @@ class NamedLinop(eqx.Module):
         """The size of `dim` if this operator fixes it, else None."""
         return None
 
+    def tiling(self) -> Tiling:
+        """What a tile slices: the operator's arrays along their named axes and the dims
+        it applies entry by entry (see `Tiling`). The default: none; every own dim is then
+        coupled globally and refuses to split."""
+        return Tiling()
+
+    def coupling(self, dim: str) -> Coupling:
+        """How this operator couples the entries of `dim`, one of its dims: `Coupling.NONE`
+        for the dims of `tiling()`, else `Coupling.GLOBAL`. An operator whose outputs
+        depend only on nearby entries along a dim overrides this with `Coupling.halo(k)`;
+        one with its own `split` overrides both."""
+        return Coupling.NONE if dim in self.tiling().dims else Coupling.GLOBAL
+
     def split(self, tile: Mapping[str, slice]) -> "NamedLinop":
         """The tile $Q_t A P_t^T$ for `tile = {dim: slice}` (use `jaxlinops.split`, which
-        checks the tile). Tiled dims this operator does not have are ignored. The default
-        splits along none of its own dims; operators override it to slice their arrays."""
-        check_tileable(self, tile, named=())
-        return self
+        checks the tile). Tiled dims this operator does not have are ignored; a tiled dim
+        of its own that `tiling()` does not declare is refused with a ValueError. The
+        default slices what `tiling()` declares."""
+        return algebra().split(self, tile)
 
     def flatten(self) -> "tuple[NamedLinop, ...]":
         """The operators this one contributes to a Chain (Chain returns its children)."""
@@ -206,6 +220,10 @@ class Algebra(Protocol):
         """$A^H \\, \\mathrm{inner} \\, A$ by the folding rules."""
         ...
 
+    def split(self, op: NamedLinop, tile: Mapping[str, slice]) -> NamedLinop:
+        """The tile of `op` that its `tiling()` declares."""
+        ...
+
 
 _ALGEBRA: list[Algebra] = []
 
@@ -218,18 +236,6 @@ def use_algebra(impl: Algebra) -> None:
 def algebra() -> Algebra:
     """The installed algebra."""
     return _ALGEBRA[0]
-
-
-def check_tileable(op: NamedLinop, tile: Mapping[str, slice], named) -> None:
-    """Raise a ValueError when `tile` slices a dim of `op` other than `named`: the dims
-    `op` applies entry by entry (or indexes an array along). Others it mixes or resizes."""
-    own = all_dims(op)
-    for d in tile:
-        if d in own and d not in named:
-            raise ValueError(
-                f"`{op.name}` ({fmt(op.ishape)} -> {fmt(op.oshape)}) cannot be split along "
-                f"dim {d!r}: it mixes or resizes that dim."
-            )
 
 
 def check_input(op: NamedLinop, shape: Dims, x: jax.Array) -> None:
@@ -343,5 +349,5 @@ def all_dims(op: NamedLinop) -> set[str]:
         found.update(shape)
         return shape
 
-    map_dims(op, collect)
+    map_dims(op, collect, validate=False)
     return found

@@ -8,8 +8,8 @@ import jax.numpy as jnp
 from .._arrays import as_array, as_inexact, promote_inexact
 from .._dims import Dims, DimsLike, as_dims
 from ._chain import Chain
+from ._coupling import Tiling
 from ._linop import NamedLinop, dims_field
-from ._tiles import slice_arrays
 
 
 # --8<-- [start:scalar]
@@ -46,8 +46,8 @@ class Scalar(NamedLinop):
     def oshape(self) -> Dims:
         return self.ioshape
 
-    def split(self, tile) -> NamedLinop:
-        return slice_arrays(self, tile, (), self.ioshape)[0]
+    def tiling(self) -> Tiling:
+        return Tiling(batch=self.ioshape)
 
     def apply(self, x: jax.Array) -> jax.Array:
         w, x = promote_inexact("Scalar", self.weight, x)

@@ -16,7 +16,7 @@ then have one structure, whether or not they reach the end.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping
 
 import equinox as eqx
 import jax
@@ -24,9 +24,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._dims import fmt
-from ._linop import NamedLinop, all_dims, check_tileable
-
-ArrayAxes = tuple[Callable[[NamedLinop], jax.Array], Sequence[str | None]]
+from ._coupling import ArrayAxes
+from ._linop import NamedLinop, all_dims
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -110,6 +109,18 @@ def split(A: NamedLinop, tile: Mapping[str, slice]) -> NamedLinop:
             f"({fmt(A.ishape)} -> {fmt(A.oshape)})."
         )
     return A.split(Tile(dict(tile)))
+
+
+def check_tileable(op: NamedLinop, tile: Mapping[str, slice], named) -> None:
+    """Raise a ValueError when `tile` slices a dim of `op` other than `named`: the dims
+    `op` applies entry by entry (or indexes an array along). Others it mixes or resizes."""
+    own = all_dims(op)
+    for d in tile:
+        if d in own and d not in named:
+            raise ValueError(
+                f"`{op.name}` ({fmt(op.ishape)} -> {fmt(op.oshape)}) cannot be split along "
+                f"dim {d!r}: it mixes or resizes that dim."
+            )
 
 
 def slice_arrays(

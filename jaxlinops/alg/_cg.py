@@ -8,6 +8,8 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 from jax import lax
+from jax.core import Tracer
+from jax.typing import ArrayLike
 
 from ._common import (
     DimsOrAxes,
@@ -84,12 +86,12 @@ class _State(NamedTuple):
 
 def conjugate_gradients(
     A: Operator,
-    y,
-    x0=None,
+    y: ArrayLike,
+    x0: ArrayLike | None = None,
     P: Operator | None = None,
     max_num_iters: int = 20,
-    gtol: float = 1e-6,
-    atol: float = 0.0,
+    gtol: float | jax.Array = 1e-6,
+    atol: float | jax.Array = 0.0,
     batch_dims: DimsOrAxes = None,
     progress: bool = False,
 ) -> CGResult:
@@ -261,7 +263,7 @@ def _solve(A, P, y, x0, settings: _CGSettings) -> CGResult:
 
 
 def _solve_with_progress(A, P, y, x0, settings: _CGSettings) -> CGResult:
-    if isinstance(y, jax.core.Tracer):
+    if isinstance(y, Tracer):
         raise ValueError(f"`{_NAME}`: progress=True runs from Python; it cannot run inside jit.")
     state = _init_jit(A, P, y, x0, settings)
     bar = progress_bar(settings.max_num_iters, "CG")
@@ -276,4 +278,6 @@ def _solve_with_progress(A, P, y, x0, settings: _CGSettings) -> CGResult:
     return _result_jit(settings, state)
 
 
-_init_jit, _step_jit, _result_jit = (eqx.filter_jit(f) for f in (_init, _step, _result))
+_init_jit = eqx.filter_jit(_init)
+_step_jit = eqx.filter_jit(_step)
+_result_jit = eqx.filter_jit(_result)

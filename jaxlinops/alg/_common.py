@@ -6,10 +6,13 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable, Sequence
+from typing import Protocol
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.core import Tracer
+from jax.typing import DTypeLike
 
 from .._arrays import as_array, as_size
 from .._core import NamedLinop
@@ -21,21 +24,21 @@ DimsOrAxes = str | int | Sequence[str | int] | None
 logger = logging.getLogger("jaxlinops.alg")
 
 
-def check_operator(A, name: str, role: str = "A") -> None:
+def check_operator(A: object, name: str, role: str = "A") -> None:
     if not callable(A):
         raise TypeError(
             f"`{name}`: `{role}` must be a NamedLinop or a callable; got {type(A).__name__}."
         )
 
 
-def result_dtype(name: str, *dtypes) -> jnp.dtype:
+def result_dtype(name: str, *dtypes: DTypeLike) -> np.dtype:
     dtype = jnp.result_type(*dtypes)
     if not jnp.issubdtype(dtype, jnp.inexact):
         raise TypeError(f"`{name}` works in floating point; got dtype {dtype}.")
     return dtype
 
 
-def square_output(A: Operator, x: jax.Array, name: str, role: str = "A") -> jnp.dtype:
+def square_output(A: Operator, x: jax.Array, name: str, role: str = "A") -> np.dtype:
     """The output dtype of `A(x)`, after checking that `A` maps `x`'s shape to itself (the
     square operators that CG and the power method need; dims may be renamed, as in `A.N`)."""
     out = jax.eval_shape(A, x)
@@ -48,7 +51,7 @@ def square_output(A: Operator, x: jax.Array, name: str, role: str = "A") -> jnp.
     return out.dtype
 
 
-def as_vector(value, name: str, role: str) -> jax.Array:
+def as_vector(value: object, name: str, role: str) -> jax.Array:
     if not isinstance(value, jax.Array) and np.asarray(value).dtype.kind not in "biufc":
         raise TypeError(
             f"`{name}`: `{role}` must be a numeric array; got {type(value).__name__} {value!r:.60}."
@@ -59,20 +62,19 @@ def as_vector(value, name: str, role: str) -> jax.Array:
     return x
 
 
-def as_count(value, name: str, arg: str) -> int:
+def as_count(value: object, name: str, arg: str) -> int:
     """A count (of iterations, of singular values): a Python or numpy integer >= 1 (static:
     it fixes array shapes and loop bounds)."""
     return as_size(value, f"`{name}({arg}=...)`", 1)
 
 
-def as_real(value, what: str) -> float:
+def as_real(value: object, what: str) -> float:
     """A concrete, finite real number as a Python float: TypeError for a traced value, a
     bool, a complex number, a string or an array with axes; ValueError for NaN or Inf."""
-    if isinstance(value, jax.core.Tracer):
+    if isinstance(value, Tracer):
         raise TypeError(f"{what} needs a concrete real number; got a traced value.")
-    numeric = isinstance(value, (int, float, np.integer, np.floating, np.ndarray, jax.Array))
     if (
-        not numeric
+        not isinstance(value, (int, float, np.integer, np.floating, np.ndarray, jax.Array))
         or isinstance(value, (bool, np.bool_))
         or np.ndim(value) != 0
         or np.asarray(value).dtype.kind not in "iuf"
@@ -84,11 +86,11 @@ def as_real(value, what: str) -> float:
     return number
 
 
-def as_tolerance(value, name: str, arg: str):
+def as_tolerance(value: object, name: str, arg: str) -> float | jax.Array:
     """A tolerance: a finite real number >= 0 (a Python float, so it is static under jit), or
     a traced scalar, passed through unchecked (its value is not known at trace time)."""
     what = f"`{name}({arg}=...)`"
-    if isinstance(value, jax.core.Tracer):
+    if isinstance(value, Tracer):
         if value.ndim != 0:
             raise ValueError(f"{what} expects a scalar; got an array of shape {value.shape}.")
         return value
@@ -98,7 +100,7 @@ def as_tolerance(value, name: str, arg: str):
     return number
 
 
-def resolve_axes(A, ndim: int, dims: DimsOrAxes, name: str) -> tuple[int, ...]:
+def resolve_axes(A: object, ndim: int, dims: DimsOrAxes, name: str) -> tuple[int, ...]:
     """The axes of an array laid out by `A.ishape` that `dims` names: dim names (when `A` is
     a NamedLinop; dims after a `"..."` count from the end) or axis numbers."""
     if dims is None:
@@ -156,7 +158,17 @@ def safe_divide(num: jax.Array, den: jax.Array) -> jax.Array:
     return jnp.where(nonzero, num / jnp.where(nonzero, den, 1), 0)
 
 
-def progress_bar(total: int, desc: str):
+class ProgressBar(Protocol):
+    """What the solvers use of a progress bar (a subset of tqdm's interface)."""
+
+    def update(self, n: int = 1) -> object: ...
+
+    def set_postfix(self, *, residual: float) -> None: ...
+
+    def close(self) -> None: ...
+
+
+def progress_bar(total: int, desc: str) -> ProgressBar:
     """A tqdm bar when tqdm is installed, otherwise a logger that reports each update."""
     try:
         from tqdm.auto import tqdm
@@ -172,7 +184,7 @@ class _LogProgress:
     def update(self, n: int = 1) -> None:
         self.n += n
 
-    def set_postfix(self, **values) -> None:
+    def set_postfix(self, **values: object) -> None:
         logger.info("%s: iteration %d, %s", self.desc, self.n, values)
 
     def close(self) -> None:

@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import jax
+import numpy as np
 
 from .._core import NamedLinop
 
+if TYPE_CHECKING:
+    import lineax as lx
 
-def to_lineax(A: NamedLinop, input_structure, tags=()):
+
+def to_lineax(
+    A: NamedLinop,
+    input_structure: jax.Array | np.ndarray | jax.ShapeDtypeStruct,
+    tags: object = (),
+) -> lx.FunctionLinearOperator:
     """`A` as a `lineax.FunctionLinearOperator`, so that lineax's solvers (`lx.CG`,
     `lx.GMRES`, `lx.LSMR`, ...) run on it: `lx.linear_solve(to_lineax(A.N, x, tags=
     lx.positive_semidefinite_tag), y, lx.CG(rtol, atol))`.

@@ -9,6 +9,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 from jax import lax
+from jax.typing import ArrayLike
 
 from .._core import NamedLinop
 from ._common import (
@@ -29,7 +30,11 @@ from ._common import (
 
 
 def power_method(
-    A: Operator, v_init, max_iters: int = 50, tol: float = 1e-5, dim: DimsOrAxes = None
+    A: Operator,
+    v_init: ArrayLike,
+    max_iters: int = 50,
+    tol: float | jax.Array = 1e-5,
+    dim: DimsOrAxes = None,
 ) -> tuple[jax.Array, jax.Array]:
     r"""The dominant eigenvector of a square operator and the magnitude of its eigenvalue.
 
@@ -89,7 +94,11 @@ _power_jit = eqx.filter_jit(_power)
 
 
 def singular_value_decomposition(
-    A: NamedLinop, x_init, num_singular_values: int, max_iters: int = 100, tol: float = 1e-8
+    A: NamedLinop,
+    x_init: ArrayLike,
+    num_singular_values: int,
+    max_iters: int = 100,
+    tol: float | jax.Array = 1e-8,
 ) -> tuple[jax.Array, jax.Array, jax.Array]:
     r"""The leading singular triplets of `A`, by the power method on $A^H A$ with deflation:
     $v_i$ is the dominant eigenvector of $A^H A - \sum_{j<i} \sigma_j^2 v_j v_j^H$ (started

@@ -11,6 +11,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
+from jax.core import Tracer
 
 from .._arrays import as_array, as_sizes, promote_inexact
 
@@ -159,7 +160,7 @@ def block_mask(name: str, mask, block_size: tuple[int, ...]) -> np.ndarray | Non
     """`mask` as a numpy boolean array of shape `block_size`, or None."""
     if mask is None:
         return None
-    if isinstance(mask, jax.core.Tracer):
+    if isinstance(mask, Tracer):
         raise TypeError(
             f"`{name}`: `mask` must be concrete (a numpy or JAX array known at trace time): "
             f"it fixes which block entries exist; got a traced array."

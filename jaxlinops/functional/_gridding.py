@@ -11,7 +11,9 @@ cache for large point sets.
 
 from __future__ import annotations
 
+import functools
 import math
+from collections.abc import Callable
 from typing import NamedTuple
 
 import jax
@@ -156,7 +158,9 @@ def scatter_windows(vals: jax.Array, nbhd: Neighbourhoods, grid, pad_mode: str) 
 
 def _sizes(nbhd: Neighbourhoods) -> tuple[int, ...]:
     weights = nbhd.weights
-    return tuple(w.shape[1] for w in weights) if len(weights) > 1 else weights[0].shape[1:]
+    if len(weights) == 1:  # one factor [P, L] or the full weights [P, L_1, ..., L_D]
+        return weights[0].shape[1:]
+    return tuple(w.shape[1] for w in weights)
 
 
 def _window_weights(weights: tuple[jax.Array, ...]) -> jax.Array:
@@ -167,14 +171,17 @@ def _window_weights(weights: tuple[jax.Array, ...]) -> jax.Array:
     return _outer(weights, jnp.multiply)
 
 
-def _outer(factors: tuple[jax.Array, ...], op) -> jax.Array:
-    """Combine `[C, L_d]` factors into `[C, L_1, ..., L_D]` with the elementwise `op`."""
+def _outer(
+    factors: tuple[jax.Array, ...], op: Callable[[jax.Array, jax.Array], jax.Array]
+) -> jax.Array:
+    """Combine `[C, L_d]` factors (at least one) into `[C, L_1, ..., L_D]` with the
+    elementwise `op`."""
     ndim = len(factors)
-    out = None
-    for d, f in enumerate(factors):
-        f = f.reshape(f.shape[:1] + (1,) * d + f.shape[1:] + (1,) * (ndim - d - 1))
-        out = f if out is None else op(out, f)
-    return out
+    aligned = [
+        f.reshape(f.shape[:1] + (1,) * d + f.shape[1:] + (1,) * (ndim - d - 1))
+        for d, f in enumerate(factors)
+    ]
+    return functools.reduce(op, aligned)
 
 
 def _chunk_size(batch: int, sizes: tuple[int, ...]) -> int:

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+from jax.core import Tracer
 
 from .._arrays import as_array, as_sizes, promote
 
@@ -97,7 +98,7 @@ def checked_range(name: str, idx: tuple, grid: Sequence[int], negative: bool = F
     for d, (i, n) in enumerate(zip(idx, grid)):
         lo = -n if negative else 0
         where = f"`{name}`: indices of axis {d} must lie in [{lo}, {n - 1}] (grid {tuple(grid)})"
-        if isinstance(i, jax.core.Tracer):
+        if isinstance(i, Tracer):
             i = eqx.error_if(i, (i < lo) | (i > n - 1), f"{where}; got one outside.")
         elif i.size:
             with jax.ensure_compile_time_eval():

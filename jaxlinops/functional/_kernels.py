@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.core import Tracer
 
 from .._arrays import has_nonfinite
 
@@ -182,7 +183,7 @@ def check_locs_in_grid(name: str, locs: jax.Array, grid: Sequence[int], pad_mode
     """With `pad_mode="zero"`, raise unless every point lies in the grid, `[0, N - 1]` per
     axis (values are checked only when concrete; the kernels turn traced points outside the
     grid into NaN); circular padding accepts any point."""
-    if pad_mode != "zero" or isinstance(locs, jax.core.Tracer) or locs.size == 0:
+    if pad_mode != "zero" or isinstance(locs, Tracer) or locs.size == 0:
         return
     with jax.ensure_compile_time_eval():
         lo, hi = (np.asarray(v) for v in _extent(locs))

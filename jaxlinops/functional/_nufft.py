@@ -10,6 +10,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.core import Tracer
 
 from .._arrays import as_array, as_sizes, has_nonfinite, promote, right_align
 from ._fft import centered_fftn
@@ -115,8 +116,7 @@ def nufft_unchecked(x: jax.Array, plan: NUFFTPlan) -> jax.Array:
     """[`nufft`][] without input checks, compiled once per shape and plan settings."""
     ndim = len(plan.grid_size)
     if plan.mode == "interpolate":
-        x, apodize = promote(x, right_align(plan.apodize, x.ndim))
-        x = x * apodize
+        x = _apodized(x, plan)
     k = centered_fftn(center_pad(x, plan.grid_size, plan.padded_size), ndim)
     if plan.mode == "sampling":
         return gather(k, tuple(jnp.moveaxis(plan.locs, -1, 0)))
@@ -135,6 +135,12 @@ def nufft_adjoint_unchecked(y: jax.Array, plan: NUFFTPlan) -> jax.Array:
     x = center_crop(centered_fftn(k, ndim, inverse=True), plan.padded_size, plan.grid_size)
     if plan.mode == "sampling":
         return x
+    return _apodized(x, plan)
+
+
+def _apodized(x: jax.Array, plan: NUFFTPlan) -> jax.Array:
+    """`x` `[B..., *grid_size]` times the apodization of an interpolate-mode plan."""
+    assert plan.apodize is not None, "an interpolate-mode plan has apodization weights"
     x, apodize = promote(x, right_align(plan.apodize, x.ndim))
     return x * apodize
 
@@ -166,15 +172,25 @@ def make_plan(name, locs, grid_size, oversamp, width, mode, apodize_weights) -> 
     if not jnp.issubdtype(locs.dtype, jnp.floating):
         locs = locs.astype(jnp.result_type(float))
     prepped = _prep_locs(locs, grid, padded, mode)
-    static = dict(grid_size=grid, padded_size=padded, oversamp=oversamp, width=width, beta=beta)
+    apodize = order = None
     if mode == "sampling":
-        if isinstance(locs, jax.core.Tracer):
+        if isinstance(locs, Tracer):
             bad = ~jnp.all(jnp.isfinite(locs))
             prepped = eqx.error_if(prepped, bad, f"`{name}`: locs contain NaN or Inf values.")
-        return NUFFTPlan(locs=prepped, apodize=None, order=None, mode=mode, **static)
-    apodize = _apodize_weights(name, apodize_weights, grid, padded, width, beta, locs.dtype)
-    order = sorted_order(prepped, padded)
-    return NUFFTPlan(locs=prepped, apodize=apodize, order=order, mode=mode, **static)
+    else:
+        apodize = _apodize_weights(name, apodize_weights, grid, padded, width, beta, locs.dtype)
+        order = sorted_order(prepped, padded)
+    return NUFFTPlan(
+        locs=prepped,
+        apodize=apodize,
+        order=order,
+        grid_size=grid,
+        padded_size=padded,
+        oversamp=oversamp,
+        width=width,
+        beta=beta,
+        mode=mode,
+    )
 
 
 def sorted_order(locs: jax.Array, padded: tuple[int, ...]) -> jax.Array | None:
@@ -218,7 +234,7 @@ def _apodize_weights(name, weights, grid, padded, width, beta, dtype) -> jax.Arr
         for d, (n, npad) in enumerate(zip(grid, padded)):
             k = np.arange(n) - n // 2
             a = np.sqrt((beta**2 - (np.pi * width * k / npad) ** 2).astype(complex))
-            ratio = np.where(a == 0, 1.0, a / np.sinh(np.where(a == 0, 1.0, a))).real
+            ratio = np.real(np.where(a == 0, 1.0, a / np.sinh(np.where(a == 0, 1.0, a))))
             weights = weights * ratio.reshape((n,) + (1,) * (len(grid) - d - 1))
         return jnp.asarray(weights.astype(dtype))
     weights = as_array(weights, f"`{name}(apodize_weights=...)`")

@@ -10,7 +10,18 @@ from typing import ClassVar
 import equinox as eqx
 import jax
 
-from .._core import NamedLinop, Tile, Zero, as_tile, block_apply, call_adjoint, tile_length
+from .._core import (
+    Coupling,
+    NamedLinop,
+    Tile,
+    Zero,
+    all_dims,
+    as_tile,
+    block_apply,
+    call_adjoint,
+    strongest,
+    tile_length,
+)
 from .._dims import Dims
 
 
@@ -38,6 +49,13 @@ class AbstractBlockOperator(NamedLinop):
     @property
     def children(self) -> tuple[NamedLinop, ...]:
         return self.linops
+
+    def coupling(self, dim: str) -> Coupling:
+        """None along the block dims (a tile keeps the blocks it covers); elsewhere the
+        strongest coupling among the blocks."""
+        if dim in self.idim + self.odim:
+            return Coupling.NONE
+        return strongest(op.coupling(dim) for op in self.linops if dim in all_dims(op))
 
     def split(self, tile) -> NamedLinop:
         r"""Child $i$ holds the block (output range $C_i$, input range $R_i$) along

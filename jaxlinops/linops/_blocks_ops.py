@@ -9,7 +9,7 @@ import jax
 import numpy as np
 
 from .._arrays import promote_inexact
-from .._core import Diagonal, NamedLinop, dims_field, normal_oshape, split_arrays, with_oshape
+from .._core import Diagonal, NamedLinop, Tiling, dims_field, normal_oshape, with_oshape
 from .._default_dims import BLOCK_DIMS, GRID_DIMS, MASKED_BLOCK_DIM, NBLOCKS_DIMS
 from .._dims import ELLIPSIS, Dims, DimsLike, as_dims, fmt, size_of
 from ..functional._blocks import (
@@ -125,8 +125,8 @@ class _Blocks(NamedLinop):
             self.blocks_shape,
         )
 
-    def split(self, tile) -> NamedLinop:
-        return split_arrays(self, tile, batch=self.batch_shape)
+    def tiling(self) -> Tiling:
+        return Tiling(batch=self.batch_shape)
 
 
 class ArrayToBlocks(_Blocks):

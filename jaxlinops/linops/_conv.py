@@ -10,7 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._arrays import as_array, as_inexact, promote, promote_inexact, right_align
-from .._core import NamedLinop, dims_field, normal_renaming, split_arrays
+from .._core import Coupling, NamedLinop, Tiling, dims_field, normal_renaming
 from .._default_dims import GRID_DIMS
 from .._dims import Dims, DimsLike, as_dims, fmt, next_unused, substitute
 
@@ -102,8 +102,15 @@ class Convolution(NamedLinop):
     def oshape(self) -> Dims:
         return self.batch_shape + self.out_grid_shape
 
-    def split(self, tile) -> NamedLinop:
-        return split_arrays(self, tile, batch=self.batch_shape)
+    def tiling(self) -> Tiling:
+        return Tiling(batch=self.batch_shape)
+
+    def coupling(self, dim: str) -> Coupling:
+        """A halo of the kernel's radius along the grid dims."""
+        for grid in (self.in_grid_shape, self.out_grid_shape):
+            if dim in grid:
+                return Coupling.halo(self.kernel.shape[grid.index(dim)] // 2)
+        return super().coupling(dim)
 
     def apply(self, x: jax.Array) -> jax.Array:
         return self._correlate(x, jnp.flip(odd_kernel(self.kernel)))
@@ -162,8 +169,8 @@ class CirculantNormal(NamedLinop):
     def name(self) -> str:
         return "Convolution.N"
 
-    def split(self, tile) -> NamedLinop:
-        return split_arrays(self, tile, batch=self.batch_shape)
+    def tiling(self) -> Tiling:
+        return Tiling(batch=self.batch_shape)
 
     def apply(self, x: jax.Array) -> jax.Array:
         if not self.wrap_kernel:

@@ -8,7 +8,7 @@ import jax
 import jax.numpy as jnp
 
 from .._arrays import as_array, as_inexact, promote_inexact
-from .._core import NamedLinop, dims_field, normal_renaming, split_arrays
+from .._core import NamedLinop, Tiling, dims_field, normal_renaming
 from .._dims import ELLIPSIS, Dim, Dims, DimsLike, as_dims, fmt
 
 _LETTERS = string.ascii_letters
@@ -88,9 +88,9 @@ class Dense(NamedLinop):
             return self.weight.shape[self.weightshape.index(dim)]
         return None
 
-    def split(self, tile) -> NamedLinop:
-        batch = [d for d in self.ishape if d in self.oshape]
-        return split_arrays(self, tile, [(lambda o: o.weight, self.weightshape)], batch)
+    def tiling(self) -> Tiling:
+        batch = tuple(d for d in self.ishape if d in self.oshape)
+        return Tiling([(lambda o: o.weight, self.weightshape)], batch)
 
     def _weight(self) -> tuple[jax.Array, Dims]:
         """The weight with broadcast axes dropped, and its dims."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import equinox as eqx
 import jax
 
-from .._core import Identity, NamedLinop, dims_field, split_arrays
+from .._core import Identity, NamedLinop, Tiling, dims_field
 from .._dims import Dims, DimsLike, as_dims
 
 
@@ -51,8 +51,8 @@ class ToDevice(NamedLinop):
     def oshape(self) -> Dims:
         return self.ioshape
 
-    def split(self, tile) -> NamedLinop:
-        return split_arrays(self, tile, batch=self.ioshape)
+    def tiling(self) -> Tiling:
+        return Tiling(batch=self.ioshape)
 
     def apply(self, x: jax.Array) -> jax.Array:
         return jax.device_put(x, _resolve(self.odevice))

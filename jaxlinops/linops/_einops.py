@@ -11,12 +11,13 @@ import jax.numpy as jnp
 
 from .._arrays import as_size, batch_shape_of, dim_sizes
 from .._core import (
+    Coupling,
     NamedLinop,
     Scalar,
+    Tiling,
     dims_field,
     identity_normal,
     mask_padded,
-    split_arrays,
     tile_length,
 )
 from .._dims import ELLIPSIS, Dims, DimsLike, as_dims, axis_of, fmt
@@ -91,10 +92,8 @@ class Rearrange(NamedLinop):
         lengths = dict(self.axes_lengths)
         return rearrange(x, parse_pattern(src, name), parse_pattern(dst, name), lengths, name)
 
-    def split(self, tile) -> NamedLinop:
-        return split_arrays(
-            self, tile, batch=[d for d in self.ishape if d in self.oshape and self.size(d) is None]
-        )
+    def tiling(self) -> Tiling:
+        return Tiling(batch=[d for d in self.ishape if d in self.oshape and self.size(d) is None])
 
     def apply(self, x: jax.Array) -> jax.Array:
         return self._rearrange(x, self.ipattern, self.opattern, "Rearrange")
@@ -191,6 +190,10 @@ class SumReduce(NamedLinop):
     def size(self, dim: str) -> int | None:
         return dict(self.axes_lengths).get(dim)
 
+    def coupling(self, dim: str) -> Coupling:
+        """None: a tile sums (or repeats) the tile's entries."""
+        return Coupling.NONE
+
     def split(self, tile) -> NamedLinop:
         tiled = SumReduce(self.ishape, self.oshape, _tiled(self.axes_lengths, tile))
         return mask_padded(tiled, self, tile)
@@ -274,6 +277,10 @@ class Repeat(NamedLinop):
         if dim in self.broadcast_dims:
             return None
         return dict(self.n_repeats).get(dim)
+
+    def coupling(self, dim: str) -> Coupling:
+        """None: a tile sums (or repeats) the tile's entries."""
+        return Coupling.NONE
 
     def split(self, tile) -> NamedLinop:
         lengths = _tiled(self.n_repeats, tile)

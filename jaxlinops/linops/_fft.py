@@ -9,7 +9,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._core import NamedLinop, dims_field, identity_normal, normal_oshape, split_arrays
+from .._core import NamedLinop, Tiling, dims_field, identity_normal, normal_oshape
 from .._default_dims import GRID_DIMS, KSPACE_DIMS
 from .._dims import ELLIPSIS, Dims, DimsLike, as_dims, fmt
 from ..functional._fft import centered_fftn
@@ -95,8 +95,8 @@ class FFT(NamedLinop):
         fn = jnp.fft.ifftn if inverse else jnp.fft.fftn
         return fn(x, axes=tuple(range(-self.ndim, 0)), norm=norm)
 
-    def split(self, tile) -> NamedLinop:
-        return split_arrays(self, tile, batch=self.batch_shape)
+    def tiling(self) -> Tiling:
+        return Tiling(batch=self.batch_shape)
 
     def apply(self, x: jax.Array) -> jax.Array:
         return self._transform(x, False, self.norm)
@@ -124,8 +124,8 @@ class GridScale(NamedLinop):
     ndim: int = eqx.field(static=True)
     power: int = eqx.field(static=True)
 
-    def split(self, tile) -> NamedLinop:
-        return split_arrays(self, tile, batch=self.ishape[: len(self.ishape) - self.ndim])
+    def tiling(self) -> Tiling:
+        return Tiling(batch=self.ishape[: len(self.ishape) - self.ndim])
 
     def apply(self, x: jax.Array) -> jax.Array:
         return x * float(math.prod(x.shape[x.ndim - self.ndim :])) ** self.power

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import equinox as eqx
 import jax
 
 from .._arrays import as_array, as_sizes
-from .._core import NamedLinop, dims_field, split_arrays
+from .._core import Coupling, NamedLinop, Tiling, dims_field
 from .._default_dims import GRID_DIMS, ordinal_wildcards
 from .._dims import ELLIPSIS, Dims, DimsLike, as_dims, fmt, size_of
 from ..functional._interp import grid_points, ungrid
@@ -133,9 +134,16 @@ class Interpolate(NamedLinop):
         layouts = (self.locs_batch_shape, self.locs.shape), (self.grid_shape, self.grid_size)
         return size_of(dim, *layouts)
 
-    def split(self, tile) -> NamedLinop:
+    def coupling(self, dim: str) -> Coupling:
+        """A halo of half the kernel width along the grid dims: a point reads the grid
+        within `width / 2` of it."""
+        if dim in self.grid_shape:
+            return Coupling.halo(math.ceil(self.width[self.grid_shape.index(dim)] / 2))
+        return super().coupling(dim)
+
+    def tiling(self) -> Tiling:
         arrays = [(lambda o: o.locs, self.locs_batch_shape + (None,))]
-        return split_arrays(self, tile, arrays, self.batch_shape, zeroed=False)
+        return Tiling(arrays, self.batch_shape, zeroed=False)
 
     @property
     def _settings(self) -> KernelSettings:

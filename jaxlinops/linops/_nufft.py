@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import equinox as eqx
 import jax
 
-from .._core import NamedLinop, dims_field, mask_padded, slice_arrays
+from .._core import Coupling, NamedLinop, dims_field, mask_padded, slice_arrays
 from .._default_dims import GRID_DIMS, KSPACE_DIMS
 from .._dims import ELLIPSIS, Dims, DimsLike, as_dims, fmt, size_of
 from ..functional._kernels import as_number
@@ -148,6 +148,10 @@ class NUFFT(NamedLinop):
     def size(self, dim: str) -> int | None:
         layouts = (self.output_shape, self.plan.locs.shape), (self.input_shape, self.plan.grid_size)
         return size_of(dim, *layouts)
+
+    def coupling(self, dim: str) -> Coupling:
+        """None along the batch and point dims; global along the image dims (an FFT)."""
+        return Coupling.NONE if dim in self.batch_shape + self.output_shape else Coupling.GLOBAL
 
     def split(self, tile) -> NamedLinop:
         arrays = [(lambda o: o.plan.locs, self.output_shape + (None,))]

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import equinox as eqx
 import jax
 
-from .._core import NamedLinop, dims_field, identity_normal, split_arrays
+from .._core import NamedLinop, Tiling, dims_field, identity_normal
 from .._default_dims import GRID_DIMS
 from .._dims import ELLIPSIS, Dims, DimsLike, as_dims, fmt, next_unused, size_of
 from ..functional._pad import center_crop, center_pad, check_sizes
@@ -36,8 +36,8 @@ class AbstractCenterResize(NamedLinop):
     def size(self, dim: str) -> int | None:
         return size_of(dim, (self.in_shape, self.in_size), (self.out_shape, self.out_size))
 
-    def split(self, tile) -> NamedLinop:
-        return split_arrays(self, tile, batch=self.batch_shape)
+    def tiling(self) -> Tiling:
+        return Tiling(batch=self.batch_shape)
 
 
 class Pad(AbstractCenterResize):

@@ -10,7 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._arrays import as_array, as_size, as_sizes
-from .._core import Diagonal, NamedLinop, dims_field, normal_oshape, split_arrays, with_oshape
+from .._core import Diagonal, NamedLinop, Tiling, dims_field, normal_oshape, with_oshape
 from .._default_dims import ordinal_wildcards
 from .._dims import ELLIPSIS, Dims, DimsLike, as_dims, fmt, has_wildcards, size_of
 from ..functional._index import checked_range, gather, scatter
@@ -136,9 +136,9 @@ class Sampling(NamedLinop):
         layouts = (self.output_shape, self.idx[0].shape), (self.input_shape, self.input_size)
         return size_of(dim, *layouts)
 
-    def split(self, tile) -> NamedLinop:
+    def tiling(self) -> Tiling:
         arrays = [(lambda o, k=k: o.idx[k], self.output_shape) for k in range(len(self.idx))]
-        return split_arrays(self, tile, arrays, self.batch_shape, zeroed=False)
+        return Tiling(arrays, self.batch_shape, zeroed=False)
 
     def apply(self, x: jax.Array) -> jax.Array:
         return gather(x, self.idx)

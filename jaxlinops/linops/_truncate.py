@@ -7,7 +7,7 @@ import jax
 import jax.numpy as jnp
 
 from .._arrays import as_size
-from .._core import NamedLinop, dims_field, identity_normal, split_arrays
+from .._core import NamedLinop, Tiling, dims_field, identity_normal
 from .._dims import ELLIPSIS, Dims, DimsLike, as_dims, fmt
 
 
@@ -45,9 +45,9 @@ class Truncate(NamedLinop):
     def size(self, dim: str) -> int | None:
         return _size(self, dim)
 
-    def split(self, tile) -> NamedLinop:
+    def tiling(self) -> Tiling:
         resized = self.ishape[self.dim], self.oshape[self.dim]
-        return split_arrays(self, tile, batch=[d for d in self.ishape if d not in resized])
+        return Tiling(batch=[d for d in self.ishape if d not in resized])
 
     def apply(self, x: jax.Array) -> jax.Array:
         return jax.lax.slice_in_dim(x, 0, self.to_length, axis=self.dim % x.ndim)
@@ -92,9 +92,9 @@ class PadDim(NamedLinop):
     def size(self, dim: str) -> int | None:
         return _size(self, dim)
 
-    def split(self, tile) -> NamedLinop:
+    def tiling(self) -> Tiling:
         resized = self.ishape[self.dim], self.oshape[self.dim]
-        return split_arrays(self, tile, batch=[d for d in self.ishape if d not in resized])
+        return Tiling(batch=[d for d in self.ishape if d not in resized])
 
     def apply(self, x: jax.Array) -> jax.Array:
         return _end_pad(x, self.dim, self.to_length - self.from_length)

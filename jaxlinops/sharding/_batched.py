@@ -24,9 +24,22 @@ from collections.abc import Callable
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+from jax.core import Tracer
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-from .._core import Adjoint, NamedLinop, as_tile, dims_field, stacked_field, take, tile_length
+from .._arrays import Device
+from .._core import (
+    Adjoint,
+    Coupling,
+    NamedLinop,
+    all_dims,
+    as_tile,
+    dims_field,
+    stacked_field,
+    strongest,
+    take,
+    tile_length,
+)
 from .._dims import Dims, axis_of
 from ._log import log_application
 from ._tile_arrays import grid_spec, place, stack_tiles, tile_at, unstack_tiles
@@ -66,8 +79,9 @@ class BatchedLinop(NamedLinop):
     batch: tuple[tuple[str, BatchDim], ...] = dims_field("pairs")
     stacked: Dims = dims_field()
     sizes: tuple[tuple[str, int], ...] = dims_field("pairs")
-    mesh: Mesh | None = eqx.field(static=True)
-    base_device: jax.Device | None = eqx.field(static=True)
+    # pyright takes the dims_field()s above for defaults: these two have none
+    mesh: Mesh | None = eqx.field(static=True)  # pyright: ignore[reportGeneralTypeIssues]
+    base_device: Device | None = eqx.field(static=True)  # pyright: ignore[reportGeneralTypeIssues]
 
     @property
     def name(self) -> str:
@@ -96,6 +110,11 @@ class BatchedLinop(NamedLinop):
     def apply_adjoint(self, y: jax.Array) -> jax.Array:
         return self.adjoint().apply(y)
 
+    def coupling(self, dim: str) -> Coupling:
+        """The coupling its tiles declare (every tile has the same dims)."""
+        tiles = self.tiles if isinstance(self.tiles, tuple) else (self.tiles,)
+        return strongest(t.coupling(dim) for t in tiles if dim in all_dims(t))
+
     def split(self, tile) -> NamedLinop:
         """Along dims it is not batched along (or that only the input sizes), every tile
         split alike: still batched. Along a batched dim, the tile of the reassembled
@@ -118,7 +137,12 @@ class BatchedLinop(NamedLinop):
     def grid(self) -> tuple[int, ...]:
         """The tile counts along the stacked dims."""
         batch = dict(self.batch)
-        return tuple(batch[d].count(batch[d].size) for d in self.stacked)
+        counts = []
+        for d in self.stacked:
+            size = batch[d].size
+            assert size is not None, "the operator fixes the size of a stacked dim"
+            counts.append(batch[d].count(size))
+        return tuple(counts)
 
     def grid_axes(self) -> tuple[str | None, ...]:
         """The mesh axis of each stacked grid axis of `tiles`."""
@@ -153,7 +177,7 @@ def _onto_mesh(x, mesh: Mesh | None):
     """A concrete input committed to other devices (by `device_put` or a DLPack import),
     replicated onto the mesh: one compiled program cannot mix device sets. (Inside a
     caller's `jit` the inputs are that program's.)"""
-    if mesh is None or not isinstance(x, jax.Array) or isinstance(x, jax.core.Tracer):
+    if mesh is None or not isinstance(x, jax.Array) or isinstance(x, Tracer):
         return x
     if not x.committed or x.sharding.device_set == set(mesh.devices.flat):
         return x
@@ -253,10 +277,11 @@ class _Runner:
         return jax.lax.switch(flat, branches, ops, x)
 
     def mesh_axes(self) -> tuple[str, ...]:
-        """The mesh axes of the batched dims (none without a mesh)."""
+        """The mesh axes of the batched dims (none without a mesh; with one, every
+        batched dim has its axis)."""
         if self.op.mesh is None:
             return ()
-        return tuple(bd.axis for bd in self.batch.values())
+        return tuple(bd.axis for bd in self.batch.values() if bd.axis is not None)
 
     def device_index(self, d: str):
         bd = self.batch[d]
@@ -316,7 +341,7 @@ class _Runner:
         return y
 
 
-def gather(y: jax.Array, mesh: Mesh | None, device: jax.Device) -> jax.Array:
+def gather(y: jax.Array, mesh: Mesh | None, device: Device) -> jax.Array:
     """`y` gathered: replicated across `mesh` inside `jit` (one program cannot move data
     off its devices), and on `device` when applied eagerly."""
     if mesh is not None:

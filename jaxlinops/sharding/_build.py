@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
+import numpy as np
 from jax.sharding import Mesh
 
-from .._core import NamedLinop, all_dims, split, tile_grid
+from .._arrays import Device
+from .._core import Coupling, NamedLinop, all_dims, tile_grid
 from .._dims import fmt
 from ._batched import BatchDim, BatchedLinop
 from ._log import log_plan
@@ -39,6 +41,7 @@ def create_batched_linop(A: NamedLinop, specs: BatchSpec | Sequence[BatchSpec]) 
     sizes = checked_sizes(A, spec.batch_sizes, "create_batched_linop")
     mesh = None
     if spec.device_matrix is not None:
+        assert isinstance(spec.device_matrix, np.ndarray)  # BatchSpec converts the matrix
         grid = [None if n is None else -(-n // spec.batch_sizes[d]) for d, n in sizes.items()]
         mesh = make_mesh(fit_devices(spec.device_matrix, grid), tuple(sizes))
     axes = {d: d for d in sizes} if mesh is not None else {}
@@ -83,7 +86,8 @@ def shard(
 
 
 def checked_sizes(A: NamedLinop, tiles: Mapping[str, int], what: str) -> dict[str, int | None]:
-    """The size of each batched dim (None: only the input fixes it), checked."""
+    """The size of each batched dim (None: only the input fixes it), checked: each must be
+    a dim of `A` that it declares `Coupling.NONE` (see `NamedLinop.coupling`)."""
     if not isinstance(A, NamedLinop):
         raise TypeError(f"`{what}` expects a NamedLinop; got {type(A).__name__}.")
     known = all_dims(A)
@@ -100,8 +104,13 @@ def checked_sizes(A: NamedLinop, tiles: Mapping[str, int], what: str) -> dict[st
                 f"`{what}`: {A.name} ({fmt(A.ishape)} -> {fmt(A.oshape)}) does not fix the "
                 f"size of dim {d!r}, and it is not an input dim that the input could fix."
             )
-        if sizes[d] is None:
-            split(A, {d: slice(0, 1)})  # an operator that mixes the dim refuses here
+        coupling = A.coupling(d)
+        if coupling != Coupling.NONE:
+            raise ValueError(
+                f"`{what}`: {A.name} ({fmt(A.ishape)} -> {fmt(A.oshape)}) cannot be split "
+                f"along dim {d!r}: it couples the entries of that dim ({coupling}), and only "
+                f"dims that an operator applies entry by entry are tiled."
+            )
     return sizes
 
 
@@ -112,14 +121,12 @@ def build(
     mesh: Mesh | None,
     axes: dict[str, str],
     inner: Callable[[NamedLinop], NamedLinop] | None,
-    base_device,
+    base_device: Device | None,
 ) -> BatchedLinop:
     """Split `A` into its (padded) tile grid, stack the tiles and place them on `mesh`
     (`sizes`: the batched dims' sizes from `checked_sizes`)."""
-    batch = {
-        d: BatchDim(n, tiles[d], axes.get(d), mesh.shape[axes[d]] if d in axes else 1)
-        for d, n in sizes.items()
-    }
+    devices = {d: mesh.shape[ax] for d, ax in axes.items()} if mesh is not None else {}
+    batch = {d: BatchDim(n, tiles[d], axes.get(d), devices.get(d, 1)) for d, n in sizes.items()}
     known = {d: n for d, n in sizes.items() if n is not None}
     stacked = tuple(known)
     shape, plan = tile_grid(known, tiles, {d: batch[d].count(n) for d, n in known.items()})

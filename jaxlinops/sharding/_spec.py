@@ -17,6 +17,8 @@ import jax
 import numpy as np
 from jax.sharding import AxisType, Mesh
 
+from .._arrays import Device
+
 
 @dataclasses.dataclass(frozen=True)
 class BatchSpec:
@@ -35,7 +37,7 @@ class BatchSpec:
 
     batch_sizes: Mapping[str, int]
     device_matrix: np.ndarray | Sequence | None = None
-    base_device: jax.Device | None = None
+    base_device: Device | None = None
 
     def __post_init__(self):
         sizes = dict(self.batch_sizes)
@@ -65,7 +67,7 @@ class BatchSpec:
             )
 
 
-def device_matrix(devices, what: str) -> np.ndarray:
+def device_matrix(devices: object, what: str) -> np.ndarray:
     """`devices` as a numpy object array of distinct `jax.Device`s on one platform."""
     matrix = np.array(devices, dtype=object)  # a copy: the caller's array stays theirs
     if matrix.size == 0:

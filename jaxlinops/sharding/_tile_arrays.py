@@ -13,6 +13,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.core import Tracer
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from .._core import NamedLinop
@@ -55,7 +56,7 @@ def _same(a, b) -> bool:
     """Whether two arrays of the same shape and dtype are equal (identical under `jit`)."""
     if a is b:
         return True
-    if isinstance(a, jax.core.Tracer) or isinstance(b, jax.core.Tracer):
+    if isinstance(a, Tracer) or isinstance(b, Tracer):
         return False
     return bool(jnp.array_equal(a, b))
 
@@ -95,6 +96,6 @@ def place(tiles, mesh: Mesh | None, axes: tuple[str | None, ...]):
 def _put(a, sharding: NamedSharding):
     """`a` (the same value in every process) placed with `sharding`; on a mesh spanning
     processes, each process puts only its own shards."""
-    if sharding.is_fully_addressable or isinstance(a, jax.core.Tracer):
+    if sharding.is_fully_addressable or isinstance(a, Tracer):
         return jax.device_put(a, sharding)
     return jax.make_array_from_callback(a.shape, sharding, lambda index: a[index])

@@ -1,0 +1,74 @@
+"""What an operator declares about splitting: how it couples the entries of each of its
+dims (`Coupling`), and what a tile slices (`Tiling`).
+
+The sharding layer decides from these declarations alone: a dim an operator applies
+entry by entry (`Coupling.NONE`) is tiled; a dim it couples within a halo or globally is
+not tiled (domain decomposition of such dims is the next step: halo exchange for
+`Coupling.halo(k)`, transposes for `Coupling.GLOBAL`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterable, Sequence
+from typing import ClassVar
+
+ArrayAxes = tuple[Callable, Sequence[str | None]]
+
+
+@dataclasses.dataclass(frozen=True)
+class Coupling:
+    """How an operator couples the entries of one dim.
+
+    - `Coupling.NONE`: entry by entry (a batch dim, a weight indexed along the dim, a
+      contracted dim whose tiles sum): tiles are independent.
+    - `Coupling.halo(k)`: an output entry depends on the input entries within `k` of it
+      (a convolution's radius, a gridding kernel's half width).
+    - `Coupling.GLOBAL`: an output entry may depend on every input entry along the dim
+      (an FFT, a resize).
+    """
+
+    kind: str
+    width: int = 0
+    NONE: ClassVar[Coupling]
+    GLOBAL: ClassVar[Coupling]
+
+    @staticmethod
+    def halo(k: int) -> Coupling:
+        return Coupling("halo", int(k))
+
+    def __str__(self) -> str:
+        return f"a halo of {self.width}" if self.kind == "halo" else self.kind
+
+
+Coupling.NONE = Coupling("none")
+Coupling.GLOBAL = Coupling("global")
+_RANK = {"none": 0, "halo": 1, "global": 2}
+
+
+def strongest(couplings: Iterable[Coupling]) -> Coupling:
+    """The strongest of several couplings (global > the widest halo > none)."""
+    return max(couplings, key=lambda c: (_RANK[c.kind], c.width), default=Coupling.NONE)
+
+
+@dataclasses.dataclass(frozen=True)
+class Tiling:
+    """What a tile of an operator slices (`jaxlinops.split_arrays` does it):
+
+    - `arrays`: `(where, axes)` pairs: `where(op)` is one of its arrays and `axes` names
+      the dim of each axis (None for an unnamed one);
+    - `batch`: dims the operator applies entry by entry without an array along them;
+    - `zeroed`: whether zero entries of the arrays give zero outputs (weights: yes;
+      indices and points: no, so padded tiles are masked).
+
+    These dims are the operator's `Coupling.NONE` dims.
+    """
+
+    arrays: Sequence[ArrayAxes] = ()
+    batch: Sequence[str] = ()
+    zeroed: bool = True
+
+    @property
+    def dims(self) -> frozenset[str]:
+        named = {d for _, axes in self.arrays for d in axes if d is not None}
+        return frozenset(named | set(self.batch))
