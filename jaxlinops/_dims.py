@@ -11,11 +11,13 @@ A shape is a tuple of dim names, e.g. `("C", "Nx", "Ny")`. Three wildcard tokens
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Final
 
 Dims = tuple[str, ...]
 DimsLike = str | Sequence[str] | None
+# a wildcard's binding: `"..."` to a tuple of dims, a single-dim wildcard to one dim
+Binding = dict[str, str | Dims]
 
 ELLIPSIS: Final = "..."
 ANY = "()"
@@ -160,15 +162,15 @@ def shapes_match(a: Dims, b: Dims) -> bool:
     return _match(tuple(a), tuple(b)) is not None
 
 
-def _match(a: Dims, b: Dims) -> dict | None:
+def _match(a: Dims, b: Dims) -> Binding | None:
     """Match shape `a` (whose wildcards get bound) against `b`; return the binding or None.
 
     The binding maps `"..."` to a tuple of dims of `b` and each single-dim wildcard of `a`
     to one dim of `b`. Wildcards of `b` match anything of `a` without binding.
     """
-    memo: dict[tuple[int, int], dict | None] = {}
+    memo: dict[tuple[int, int], Binding | None] = {}
 
-    def go(i: int, j: int) -> dict | None:
+    def go(i: int, j: int) -> Binding | None:
         if (i, j) in memo:
             return memo[i, j]
         result = None
@@ -195,7 +197,9 @@ def _match(a: Dims, b: Dims) -> dict | None:
     return None if found is None else dict(found)
 
 
-def _bind_ellipsis(go, a: Dims, b: Dims, i: int, j: int) -> dict | None:
+def _bind_ellipsis(
+    go: Callable[[int, int], Binding | None], a: Dims, b: Dims, i: int, j: int
+) -> Binding | None:
     """Bind `a[i] == "..."` to a span `b[j:k]`.
 
     A wildcard stays a wildcard: first try spans that end with a `"..."` of `b`, which
@@ -219,14 +223,14 @@ def _one_matches(x: str, y: str) -> bool:
     return x == y or is_wildcard(x) or is_wildcard(y)
 
 
-def _bind(binding: dict, key: str, value) -> bool:
+def _bind(binding: Binding, key: str, value: str | Dims) -> bool:
     if key in binding and binding[key] != value:
         return False
     binding[key] = value
     return True
 
 
-def resolve(pattern: Dims, target: Dims) -> dict[str, object] | None:
+def resolve(pattern: Dims, target: Dims) -> Binding | None:
     """The substitution that turns the wildcards of `pattern` into dims of `target`.
 
     Returns None when the shapes do not match, `{}` when nothing needs substituting.

@@ -5,8 +5,8 @@
 #                                  `pip install -e .[test,torch,docs,notebooks]` and
 #                                  torchlinops (the reference for interop.from_torchlinops:
 #                                  torch-named-linops without its GPU dependencies, plus the
-#                                  four it imports); ruff, then pytest on tests/ (which also
-#                                  runs the notebooks and builds the docs).
+#                                  four it imports); ruff and pyright, then pytest on tests/
+#                                  (which also runs the notebooks and builds the docs).
 #   bash scripts/test.sh --py312   the tests again on Python 3.12 with the newest jax and no
 #                                  torch, in .venv-py312 (torch tests skip; the operator
 #                                  contract runs in complex128 only). Without a Python 3.12
@@ -108,10 +108,11 @@ main_suite() {
   local lint=0
   "$py" -m ruff check . || lint=1
   "$py" -m ruff format --check . || lint=1
+  "$py" -m pyright || lint=1
   run_pytest "$py" "$@"
   other_cpus "$py" "$@"
   if [[ $lint -ne 0 ]]; then
-    echo "test.sh: error: ruff found problems (listed above the tests)." >&2
+    echo "test.sh: error: ruff or pyright found problems (listed above the tests)." >&2
     return 1
   fi
 }

@@ -17,6 +17,9 @@ class Adjoint(NamedLinop):
 
     linop: NamedLinop
 
+    def __init__(self, linop: NamedLinop):
+        self.linop = linop
+
     @property
     def ishape(self) -> Dims:
         return self.linop.oshape

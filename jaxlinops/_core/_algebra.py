@@ -8,6 +8,7 @@ from collections.abc import Mapping
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+from jax.core import Tracer
 
 from ._add import Add
 from ._adjoint import Adjoint
@@ -45,7 +46,11 @@ def split(op: NamedLinop, tile: Mapping[str, slice]) -> NamedLinop:
     return split_arrays(op, tile, t.arrays, t.batch, t.zeroed)
 
 
-adjoint = Adjoint
+def adjoint(op: NamedLinop) -> NamedLinop:
+    """The generic adjoint, `Adjoint(op)`."""
+    return Adjoint(op)
+
+
 normal = fold_normal
 
 
@@ -100,6 +105,6 @@ def _same_leaf(x, y) -> bool:
         return True
     if not (eqx.is_array(x) and eqx.is_array(y)):
         return x == y
-    if isinstance(x, jax.core.Tracer) or isinstance(y, jax.core.Tracer):
+    if isinstance(x, Tracer) or isinstance(y, Tracer):
         return False
     return x.shape == y.shape and x.dtype == y.dtype and bool(jnp.array_equal(x, y))

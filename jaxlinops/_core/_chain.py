@@ -22,10 +22,10 @@ class Chain(NamedLinop):
     linops: tuple[NamedLinop, ...]
 
     def __init__(self, *linops: NamedLinop):
-        linops = list(as_linops("Chain", linops))
-        for i in range(len(linops) - 1):
-            linops[i], linops[i + 1] = _link(linops[i], linops[i + 1], i)
-        self.linops = tuple(linops)
+        ops = list(as_linops("Chain", linops))
+        for i in range(len(ops) - 1):
+            ops[i], ops[i + 1] = _link(ops[i], ops[i + 1], i)
+        self.linops = tuple(ops)
 
     @property
     def ishape(self) -> Dims:
@@ -70,6 +70,7 @@ class Chain(NamedLinop):
             before = all_dims(op) | (set() if inner is None else all_dims(inner))
             inner = _fresh_names(op.normal(inner), before, reserved)
             reserved |= all_dims(inner)
+        assert inner is not None, "a Chain has at least one operator"
         return inner
 
     def size(self, dim: str) -> int | None:

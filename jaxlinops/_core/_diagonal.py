@@ -57,11 +57,8 @@ class Diagonal(NamedLinop):
         """The named dims with a size-1 weight axis: they broadcast. Recorded at
         construction, so that a tile of length 1 (a split keeps `broadcast_dims`) still
         reports its size."""
-        return tuple(
-            d
-            for d in self._named()
-            if self._weight_axis(d) is not None and self.weight.shape[self._weight_axis(d)] == 1
-        )
+        axes = {d: self._weight_axis(d) for d in self._named()}
+        return tuple(d for d, a in axes.items() if a is not None and self.weight.shape[a] == 1)
 
     def __check_init__(self):
         named = self._named()
@@ -111,8 +108,9 @@ class Diagonal(NamedLinop):
     def tiling(self) -> Tiling:
         axes: list[str | None] = [None] * self.weight.ndim
         for d in self.ioshape:
-            if d != ELLIPSIS and self._weight_axis(d) is not None:
-                axes[self._weight_axis(d)] = d
+            axis = None if d == ELLIPSIS else self._weight_axis(d)
+            if axis is not None:
+                axes[axis] = d
         return Tiling([(lambda o: o.weight, axes)], self.ioshape)
 
     def _aligned(self, w: jax.Array, x: jax.Array) -> jax.Array:

@@ -75,7 +75,7 @@ class Zero(NamedLinop):
 
     ishape: Dims = dims_field()
     oshape: Dims = dims_field()
-    sizes: tuple[tuple[str, int], ...] = dims_field("pairs")
+    sizes: tuple[tuple[str, int], ...] = dims_field(kind="pairs")
 
     def __init__(
         self,

@@ -12,26 +12,38 @@ import abc
 import dataclasses
 import numbers
 from collections.abc import Callable, Mapping
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol, overload
 
 import equinox as eqx
 import jax
 import numpy as np
 from equinox import AbstractVar
+from jax.typing import ArrayLike
 
 from .._arrays import as_array, check_dtype, check_rank, dim_sizes
 from .._dims import Dims, fmt, substitute, unique
 from ._coupling import Coupling, Tiling
 
+if TYPE_CHECKING:
+    # Type checkers recognise the fields of an equinox Module only through `eqx.field`
+    # (a dataclass_transform field specifier): the wrappers below read as one of them.
+    dims_field = stacked_field = eqx.field
+else:
 
-def dims_field(kind: str = "shape", **kwargs):
-    """A static field holding dims: a tuple of names (`kind="shape"`) or a tuple of
-    `(dim, value)` pairs (`kind="pairs"`).
+    def dims_field(kind: str = "shape", **kwargs):
+        """A static field holding dims: a tuple of names (`kind="shape"`) or a tuple of
+        `(dim, value)` pairs (`kind="pairs"`).
 
-    Marking dims this way lets `rename` and wildcard resolution rewrite every operator,
-    including user-defined ones, without per-class code.
-    """
-    return eqx.field(static=True, metadata={"dims": kind}, **kwargs)
+        Marking dims this way lets `rename` and wildcard resolution rewrite every operator,
+        including user-defined ones, without per-class code.
+        """
+        return eqx.field(static=True, metadata={"dims": kind}, **kwargs)
+
+    def stacked_field(**kwargs):
+        """A field holding operators whose arrays are stacked per tile (a batched
+        operator's tiles): renaming does not re-validate them, since their arrays carry an
+        extra axis."""
+        return eqx.field(metadata={"stacked": True}, **kwargs)
 
 
 class NamedLinop(eqx.Module):
@@ -153,7 +165,13 @@ class NamedLinop(eqx.Module):
         return "\n".join(lines)
 
     # ----------------------------------------------------------------- algebra
-    def __matmul__(self, other):
+    @overload
+    def __matmul__(self, other: "NamedLinop") -> "NamedLinop": ...
+
+    @overload
+    def __matmul__(self, other: jax.Array | np.ndarray) -> jax.Array: ...
+
+    def __matmul__(self, other: object) -> "NamedLinop | jax.Array":
         if isinstance(other, NamedLinop):
             return algebra().compose(self, other)
         if isinstance(other, (jax.Array, np.ndarray)):
@@ -169,7 +187,7 @@ class NamedLinop(eqx.Module):
             f"a left operand of type {type(other).__name__}."
         )
 
-    def __add__(self, other):
+    def __add__(self, other: "NamedLinop") -> "NamedLinop":
         _check_addend(self, other, "+")
         return algebra().add(self, other)
 
@@ -178,22 +196,22 @@ class NamedLinop(eqx.Module):
             return self
         _check_addend(self, other, "+")
 
-    def __sub__(self, other):
+    def __sub__(self, other: "NamedLinop") -> "NamedLinop":
         _check_addend(self, other, "-")
         return self + (-other)
 
-    def __neg__(self):
+    def __neg__(self) -> "NamedLinop":
         return -1 * self
 
-    def __mul__(self, c):
+    def __mul__(self, c: ArrayLike) -> "NamedLinop":
         """`A * c`: scale the input, $A (c x)$."""
         return _scaled(self, c, side="input")
 
-    def __rmul__(self, c):
+    def __rmul__(self, c: ArrayLike) -> "NamedLinop":
         """`c * A`: scale the output, $c (A x)$."""
         return _scaled(self, c, side="output")
 
-    def __truediv__(self, c):
+    def __truediv__(self, c: ArrayLike) -> "NamedLinop":
         return _scaled(self, 1 / c, side="output")
 
 
@@ -262,15 +280,17 @@ def _scaled(op: NamedLinop, c, side: str) -> NamedLinop:
     expr = f"`{op.name} * c`" if side == "input" else f"`c * {op.name}`"
     if isinstance(c, NamedLinop):
         raise TypeError(f"{expr}: compose operators with `@`, not `*`; got {c.name}.")
-    is_number = isinstance(c, numbers.Number) and not isinstance(c, bool)
-    is_array = isinstance(c, (jax.Array, np.ndarray, np.generic))
-    if not (is_number or is_array) or (is_array and np.dtype(c.dtype).kind not in "iufc"):
-        raise TypeError(f"{expr} needs a number c; got {type(c).__name__} {c!r:.40}.")
-    if np.ndim(c) != 0:
-        raise TypeError(
-            f"{expr} needs a scalar c; got an array of shape {np.shape(c)}. Use "
-            f"`jaxlinops.Diagonal(weight, dims)` for elementwise weights."
-        )
+    not_a_number = TypeError(f"{expr} needs a number c; got {type(c).__name__} {c!r:.40}.")
+    if isinstance(c, (jax.Array, np.ndarray, np.generic)):
+        if np.dtype(c.dtype).kind not in "iufc":
+            raise not_a_number
+        if c.ndim != 0:
+            raise TypeError(
+                f"{expr} needs a scalar c; got an array of shape {c.shape}. Use "
+                f"`jaxlinops.Diagonal(weight, dims)` for elementwise weights."
+            )
+    elif not isinstance(c, numbers.Number) or isinstance(c, bool):
+        raise not_a_number
     return algebra().scale(op, c, side)
 
 
@@ -304,13 +324,7 @@ def map_dims(op: NamedLinop, f: Callable[[Dims], Dims], validate: bool = True) -
     return new
 
 
-def stacked_field(**kwargs):
-    """A field holding operators whose arrays are stacked per tile (a batched operator's
-    tiles): renaming does not re-validate them, since their arrays carry an extra axis."""
-    return eqx.field(metadata={"stacked": True}, **kwargs)
-
-
-def rename(op: NamedLinop, mapping: Mapping[str, object]) -> NamedLinop:
+def rename(op: NamedLinop, mapping: Mapping[str, str | Dims]) -> NamedLinop:
     """Rename dims throughout `op`: `rename(A, {"N": "N1"})`.
 
     A value may also be a tuple of dims, which replaces a `"..."` wildcard. Two distinct
@@ -335,7 +349,7 @@ def rename(op: NamedLinop, mapping: Mapping[str, object]) -> NamedLinop:
     return relabel(op, mapping)
 
 
-def relabel(op: NamedLinop, mapping: Mapping[str, object]) -> NamedLinop:
+def relabel(op: NamedLinop, mapping: Mapping[str, str | Dims]) -> NamedLinop:
     """`rename` without the check against merging dims, for the library's own renamings
     (wildcard resolution, the normal's fresh names), which never merge two dims."""
     return map_dims(op, lambda shape: substitute(shape, mapping))

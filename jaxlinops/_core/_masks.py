@@ -65,7 +65,7 @@ def mask_padded(
         weight = np.ones((1,) * (len(shape) - first), bool)
         for i, d in here:
             n = tile_length(tile, d, 0)
-            keep = np.arange(n) < valid_length(tile[d], op.size(d))
+            keep = np.arange(n) < valid_length(tile[d], tile.padded[d])
             weight = weight & keep.reshape((-1,) + (1,) * (len(shape) - 1 - i))
         mask = Diagonal(jnp.asarray(weight), getattr(out, side))
         out = mask @ out if side == "oshape" else out @ mask

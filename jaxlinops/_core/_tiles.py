@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Iterator, Mapping
+from typing import TypeVar
 
 import equinox as eqx
 import jax
@@ -30,10 +31,11 @@ from ._linop import NamedLinop, all_dims
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class Tile(Mapping):
-    """`{dim: slice}`, and the dims whose slices keep their full length past the end."""
+    """`{dim: slice}`, and `padded = {dim: size}`: the dims whose slices keep their full
+    length past the end of the dim, with its size (where the padding starts)."""
 
     slices: Mapping[str, slice]
-    padded: frozenset[str] = frozenset()
+    padded: Mapping[str, int] = dataclasses.field(default_factory=dict)
 
     def __getitem__(self, dim: str) -> slice:
         return self.slices[dim]
@@ -123,9 +125,12 @@ def check_tileable(op: NamedLinop, tile: Mapping[str, slice], named) -> None:
             )
 
 
+Op = TypeVar("Op", bound=NamedLinop)
+
+
 def slice_arrays(
-    op: NamedLinop, tile: Mapping[str, slice], arrays: Iterable[ArrayAxes], batch: Iterable[str]
-) -> tuple[NamedLinop, set[str]]:
+    op: Op, tile: Mapping[str, slice], arrays: Iterable[ArrayAxes], batch: Iterable[str]
+) -> tuple[Op, set[str]]:
     """`op` with its arrays sliced along the tiled dims of their axes, and the dims sliced.
 
     `arrays` lists `(where, axes)`: `where(op)` is an array of `op` and `axes` names the dim
@@ -139,7 +144,7 @@ def slice_arrays(
     for where, axes in arrays:
         array = where(op)
         for axis, (d, n) in enumerate(zip(axes, array.shape)):
-            if d in tile and n != 1:
+            if d is not None and d in tile and n != 1:
                 array = take(array, axis, tile[d], d in tile.padded)
                 indexed.add(d)
         out = eqx.tree_at(where, out, array)
@@ -147,8 +152,9 @@ def slice_arrays(
 
 
 def split_children(op: NamedLinop, tile: Mapping[str, slice]) -> NamedLinop:
-    """A container with every child (`op.linops`) split by `tile`."""
-    return eqx.tree_at(lambda o: o.linops, op, tuple(c.split(tile) for c in op.linops))
+    """A container (its `children` are its `linops` field) with every child split by
+    `tile`."""
+    return eqx.tree_at(lambda o: o.linops, op, tuple(c.split(tile) for c in op.children))
 
 
 def tile_grid(
@@ -169,9 +175,11 @@ def tile_grid(
     """
     dims = tuple(sizes)
     shape = tuple(counts[d] if counts is not None else -(-sizes[d] // tile_sizes[d]) for d in dims)
-    padded = frozenset(
-        d for d, c in zip(dims, shape) if counts is not None and c * tile_sizes[d] != sizes[d]
-    )
+    padded = {
+        d: sizes[d]
+        for d, c in zip(dims, shape)
+        if counts is not None and c * tile_sizes[d] != sizes[d]
+    }
     grid = []
     for index in np.ndindex(*shape):
         slices = {}
@@ -196,18 +204,22 @@ def split_linop(
     `sizes` gives the sizes of batched dims that `A` does not fix (e.g. a pure batch dim,
     whose size only the input determines).
     """
-    known = dict(sizes or {})
+    given = dict(sizes or {})
+    known: dict[str, int] = {}
     for d, b in batch_sizes.items():
         if not isinstance(b, int) or isinstance(b, bool) or b <= 0:
             raise ValueError(f"`split_linop`: the tile size of dim {d!r} must be a positive "
                              f"integer; got {b!r}.")  # fmt: skip
-        known[d] = A.size(d) if A.size(d) is not None else known.get(d)
-        if known[d] is None:
+        n = A.size(d)
+        if n is None:
+            n = given.get(d)
+        if n is None:
             raise ValueError(
                 f"`split_linop`: {A.name} ({fmt(A.ishape)} -> {fmt(A.oshape)}) does not fix "
                 f"the size of dim {d!r}; pass it as `sizes={{{d!r}: n}}`."
             )
-    shape, grid = tile_grid({d: known[d] for d in batch_sizes}, batch_sizes)
+        known[d] = n
+    shape, grid = tile_grid(known, batch_sizes)
     tiles, ins, outs = (np.empty(shape, object) for _ in range(3))
     for index, tile in grid:
         tiles[index] = split(A, tile)

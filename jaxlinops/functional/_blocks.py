@@ -12,6 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 from jax.core import Tracer
+from jax.typing import ArrayLike
 
 from .._arrays import as_array, as_sizes, promote_inexact
 
@@ -55,7 +56,10 @@ def get_nblocks(
 
 
 def array_to_blocks(
-    x: jax.Array, block_size: Sequence[int], stride: Sequence[int] | None = None, mask=None
+    x: jax.Array,
+    block_size: Sequence[int],
+    stride: Sequence[int] | None = None,
+    mask: ArrayLike | None = None,
 ) -> jax.Array:
     r"""Extract (possibly overlapping) blocks from the last $D$ axes of `x` ("unfold").
 
@@ -88,7 +92,7 @@ def blocks_to_array(
     im_size: Sequence[int],
     block_size: Sequence[int],
     stride: Sequence[int] | None = None,
-    mask=None,
+    mask: ArrayLike | None = None,
 ) -> jax.Array:
     r"""Sum blocks back into an array of size `im_size` ("fold"), the adjoint of
     [`array_to_blocks`][].
@@ -124,7 +128,12 @@ def block_counts(geometry: BlockGeometry) -> jax.Array:
 
 
 def block_geometry(
-    name: str, im_size, block_size, stride, mask=None, im_arg: str = "im_size"
+    name: str,
+    im_size: Sequence[int],
+    block_size: Sequence[int],
+    stride: Sequence[int] | None,
+    mask: ArrayLike | None = None,
+    im_arg: str = "im_size",
 ) -> BlockGeometry:
     """The validated [`BlockGeometry`][]; errors name `name` and the argument (`im_arg` for
     the array size). Non-integral sizes (`4.5`) raise a ValueError, traced or non-numeric
@@ -156,7 +165,7 @@ def block_geometry(
     return BlockGeometry(im, block, stride, nblocks, offsets)
 
 
-def block_mask(name: str, mask, block_size: tuple[int, ...]) -> np.ndarray | None:
+def block_mask(name: str, mask: ArrayLike | None, block_size: tuple[int, ...]) -> np.ndarray | None:
     """`mask` as a numpy boolean array of shape `block_size`, or None."""
     if mask is None:
         return None

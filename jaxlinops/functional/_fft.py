@@ -19,7 +19,7 @@ import numpy as np
 from .._arrays import right_align
 
 
-def centered_fftn(x: jax.Array, ndim: int, inverse: bool = False, norm: str = "ortho"):
+def centered_fftn(x: jax.Array, ndim: int, inverse: bool = False, norm: str = "ortho") -> jax.Array:
     """`fftshift(fn(ifftshift(x, axes), axes=axes, norm=norm), axes)` over the last `ndim`
     axes, `fn` being `jnp.fft.fftn` or (`inverse`) `jnp.fft.ifftn`; without the shifts.
     Real inputs give complex outputs of the same precision."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 import jax
@@ -42,7 +42,9 @@ def window_sizes(width: tuple[float, ...]) -> tuple[int, ...]:
     return tuple(math.floor(w) + 1 for w in width)
 
 
-def neighbourhoods(locs, grid, settings: KernelSettings) -> Neighbourhoods:
+def neighbourhoods(
+    locs: jax.Array, grid: Sequence[int], settings: KernelSettings
+) -> Neighbourhoods:
     """The windows and kernel weights of the points `locs` (`[P, D]`, real) on a grid of
     sizes `grid`.
 
@@ -90,7 +92,7 @@ def neighbourhoods(locs, grid, settings: KernelSettings) -> Neighbourhoods:
     return Neighbourhoods(starts.T, (jnp.where(jnp.isnan(squared), jnp.nan, value),))
 
 
-def point_order(locs: jax.Array, grid) -> jax.Array:
+def point_order(locs: jax.Array, grid: Sequence[int]) -> jax.Array:
     """A visiting order for the points `locs` (`[L..., D]`, grid units) that sorts them by
     grid cell (row-major, cells wrapped into the grid): `[prod(L...)]` int32, for the `order`
     argument of [`ungrid`][] and [`grid_points`][]. Computing it costs a sort, so compute it
@@ -126,7 +128,9 @@ def gather_windows(vals: jax.Array, nbhd: Neighbourhoods, pad_mode: str) -> jax.
     return out.T
 
 
-def scatter_windows(vals: jax.Array, nbhd: Neighbourhoods, grid, pad_mode: str) -> jax.Array:
+def scatter_windows(
+    vals: jax.Array, nbhd: Neighbourhoods, grid: Sequence[int], pad_mode: str
+) -> jax.Array:
     """Spread `vals` `[B, P]` onto a zero grid: `[B, *grid]`."""
     sizes = _sizes(nbhd)
     ndim = len(sizes)

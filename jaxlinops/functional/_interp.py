@@ -12,17 +12,24 @@ import jax.numpy as jnp
 
 from .._arrays import as_array, as_sizes, promote
 from ._gridding import gather_windows, neighbourhoods, scatter_windows
-from ._kernels import KernelSettings, check_locs, check_locs_in_grid, kernel_settings
+from ._kernels import (
+    KernelParams,
+    KernelSettings,
+    Width,
+    check_locs,
+    check_locs_in_grid,
+    kernel_settings,
+)
 
 
 def interpolate(
     vals: jax.Array,
     locs: jax.Array,
-    width=4.0,
+    width: Width = 4.0,
     kernel: str = "kaiser_bessel",
     norm: int = 1,
     pad_mode: str = "circular",
-    kernel_params=None,
+    kernel_params: KernelParams | None = None,
 ) -> jax.Array:
     r"""Interpolate grid values at off-grid points: $y[b, l] = \sum_g w(g - p_l) \, v[b, g]$.
 
@@ -74,11 +81,11 @@ def interpolate_adjoint(
     vals: jax.Array,
     locs: jax.Array,
     grid_size: Sequence[int],
-    width=4.0,
+    width: Width = 4.0,
     kernel: str = "kaiser_bessel",
     norm: int = 1,
     pad_mode: str = "circular",
-    kernel_params=None,
+    kernel_params: KernelParams | None = None,
 ) -> jax.Array:
     r"""The adjoint of [`interpolate`][] ("gridding"): spread point values onto a zero grid,
     $g[b, n] = \sum_l w(n - p_l) \, v[b, l]$.
@@ -110,7 +117,9 @@ def interpolate_adjoint(
 
 
 @functools.partial(jax.jit, static_argnums=2)
-def ungrid(vals, locs, settings: KernelSettings, order=None) -> jax.Array:
+def ungrid(
+    vals: jax.Array, locs: jax.Array, settings: KernelSettings, order: jax.Array | None = None
+) -> jax.Array:
     """[`interpolate`][] with checked `settings` (no input checks), compiled as one program
     per shape and settings.
 
@@ -132,7 +141,13 @@ def ungrid(vals, locs, settings: KernelSettings, order=None) -> jax.Array:
 
 
 @functools.partial(jax.jit, static_argnums=(2, 3))
-def grid_points(vals, locs, grid_size, settings: KernelSettings, order=None) -> jax.Array:
+def grid_points(
+    vals: jax.Array,
+    locs: jax.Array,
+    grid_size: tuple[int, ...],
+    settings: KernelSettings,
+    order: jax.Array | None = None,
+) -> jax.Array:
     """[`interpolate_adjoint`][] with checked `settings` (no input checks), compiled as one
     program per shape and settings; `order` as for [`ungrid`][]."""
     points = locs.shape[:-1]

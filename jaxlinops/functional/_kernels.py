@@ -4,7 +4,7 @@ checks shared by the interpolators."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -12,6 +12,9 @@ import numpy as np
 from jax.core import Tracer
 
 from .._arrays import has_nonfinite
+
+Width = float | Sequence[float]  # a kernel width in grid points, or one per grid axis
+KernelParams = Mapping[str, float] | Sequence[tuple[str, float]]  # e.g. {"beta": 1.0}
 
 KERNELS = ("kaiser_bessel", "spline")
 PAD_MODES = ("circular", "zero")
@@ -91,7 +94,13 @@ class KernelSettings:
 
 
 def kernel_settings(
-    name: str, grid: Sequence[int], width, kernel: str, norm, pad_mode: str, kernel_params
+    name: str,
+    grid: Sequence[int],
+    width: Width,
+    kernel: str,
+    norm: int,
+    pad_mode: str,
+    kernel_params: KernelParams | None,
 ) -> KernelSettings:
     """The checked [`KernelSettings`][] for a grid of sizes `grid` (errors name `name`):
     `width` by [`check_width`][], the others by [`check_options`][]."""
@@ -100,7 +109,7 @@ def kernel_settings(
     return KernelSettings(width, kernel, norm, pad_mode, kernel_params)
 
 
-def as_number(name: str, arg: str, value, minimum: float) -> float:
+def as_number(name: str, arg: str, value: object, minimum: float) -> float:
     """`value` as a finite Python float of at least `minimum`: a TypeError for a non-number
     (a string, a bool, an array), a ValueError for a value out of range."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(
@@ -114,7 +123,9 @@ def as_number(name: str, arg: str, value, minimum: float) -> float:
     return float(value)
 
 
-def check_options(name: str, kernel: str, norm, pad_mode: str, kernel_params) -> tuple:
+def check_options(
+    name: str, kernel: str, norm: int, pad_mode: str, kernel_params: KernelParams | None
+) -> tuple[int, tuple[tuple[str, float], ...]]:
     """Validate the kernel options; return `(norm, kernel_params)` normalised to an int and a
     sorted tuple of `(name, float)` pairs with the defaults filled in."""
     if kernel not in KERNELS:
@@ -135,12 +146,14 @@ def check_options(name: str, kernel: str, norm, pad_mode: str, kernel_params) ->
     return int(norm), tuple(sorted(params.items()))
 
 
-def check_width(name: str, width, grid: Sequence[int]) -> tuple[float, ...]:
+def check_width(name: str, width: Width, grid: Sequence[int]) -> tuple[float, ...]:
     """Validate `width` (a number or one per grid axis) against the grid; return a tuple of
     floats, one per axis."""
     ndim = len(grid)
-    one = isinstance(width, str) or not isinstance(width, Sequence)
-    widths = (width,) * ndim if one else tuple(width)
+    if isinstance(width, Sequence) and not isinstance(width, str):
+        widths = tuple(width)
+    else:
+        widths = (width,) * ndim
     if len(widths) != ndim:
         raise ValueError(
             f"`{name}`: width must be a number or a tuple of {ndim} numbers (one per grid "

@@ -11,6 +11,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.core import Tracer
+from jax.typing import ArrayLike
 
 from .._arrays import as_array, as_sizes, has_nonfinite, promote, right_align
 from ._fft import centered_fftn
@@ -54,12 +55,12 @@ class NUFFTPlan(eqx.Module):
 
 
 def nufft_plan(
-    locs,
+    locs: ArrayLike,
     grid_size: Sequence[int],
     oversamp: float = 1.25,
     width: float = 4.0,
     mode: str = "interpolate",
-    apodize_weights=None,
+    apodize_weights: ArrayLike | None = None,
 ) -> NUFFTPlan:
     r"""Prepare a NUFFT on the image grid `grid_size` at the points `locs`.
 
@@ -145,7 +146,15 @@ def _apodized(x: jax.Array, plan: NUFFTPlan) -> jax.Array:
     return x * apodize
 
 
-def make_plan(name, locs, grid_size, oversamp, width, mode, apodize_weights) -> NUFFTPlan:
+def make_plan(
+    name: str,
+    locs: ArrayLike,
+    grid_size: Sequence[int],
+    oversamp: float,
+    width: float,
+    mode: str,
+    apodize_weights: ArrayLike | None,
+) -> NUFFTPlan:
     """[`nufft_plan`][] with errors naming `name`."""
     locs = as_array(locs, f"`{name}(locs=...)`")
     check_locs(name, locs)

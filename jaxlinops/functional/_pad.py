@@ -54,7 +54,10 @@ def _widths(small: tuple[int, ...], big: tuple[int, ...]) -> tuple[tuple[int, in
 
 
 def check_sizes(
-    name: str, small: Sequence[int], big: Sequence[int], labels=("image size", "padded size")
+    name: str,
+    small: Sequence[int],
+    big: Sequence[int],
+    labels: tuple[str, str] = ("image size", "padded size"),
 ) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """Validate a (small, big) pair of sizes as Python ints; errors name `name` and the
     argument (`im_size`, `pad_im_size` or `crop_im_size`, after `labels`).

@@ -1,8 +1,6 @@
 """`AbstractBlockOperator`: the shared base of `Concat` and `Stack`, operators made of a
 grid of operators (not to be confused with the patches of `ArrayToBlocks`)."""
 
-from __future__ import annotations
-
 import abc
 from collections.abc import Callable
 from typing import ClassVar
@@ -85,7 +83,7 @@ class AbstractBlockOperator(NamedLinop):
             missed = tuple(d for d in block_dims if not covered.get(d, True))
             if len(missed) < len(block_dims):
                 kept.append(self._zero_block(op.split(local), missed))
-        past = [stop - max(start, self.size(d)) for d, (start, stop) in bounds.items()]
+        past = [stop - max(start, self._block_size(d)) for d, (start, stop) in bounds.items()]
         if not self._grows_last_block and past and past[0] > 0:
             kept += [_zero(self.linops[-1].split(rest), {}, {})] * past[0]
         if kept:
@@ -97,7 +95,13 @@ class AbstractBlockOperator(NamedLinop):
         s = tile[dim]
         if dim in tile.padded:
             return s.start or 0, s.stop
-        return s.indices(self.size(dim))[:2]
+        return s.indices(self._block_size(dim))[:2]
+
+    def _block_size(self, dim: str) -> int:
+        """The size of the block dim `dim`, which the blocks fix."""
+        n = self.size(dim)
+        assert n is not None, "the blocks fix the size of a block dim"
+        return n
 
     def _zero_block(self, op: NamedLinop, missed: Dims) -> NamedLinop:
         """A zero block with size 0 along the block dims `missed` (overridden where that

@@ -64,15 +64,24 @@ class Concat(AbstractBlockOperator):
 
     def size(self, dim: str) -> int | None:
         if dim in self.idim or dim in self.odim:
-            return sum(op.size(dim) for op in self.linops)
+            return sum(self._block_sizes(dim))
         return consistent_size("Concat", self.linops, dim)
 
+    def _block_sizes(self, dim: str) -> list[int]:
+        """Each block's size along the concatenated dim `dim`."""
+        sizes = []
+        for op in self.linops:
+            n = op.size(dim)
+            assert n is not None, "every block fixes the concatenated dim (`__check_init__`)"
+            sizes.append(n)
+        return sizes
+
     def _extents(self, dim: str) -> list[tuple[int, int]]:
-        bounds = [0, *itertools.accumulate(op.size(dim) for op in self.linops)]
+        bounds = [0, *itertools.accumulate(self._block_sizes(dim))]
         return list(zip(bounds[:-1], bounds[1:]))
 
     def _splitter(self, dim: str, shape: Dims, n: int):
-        bounds = list(itertools.accumulate(op.size(dim) for op in self.linops))
+        bounds = list(itertools.accumulate(self._block_sizes(dim)))
         return lambda v: jnp.split(v, bounds[:-1], axis=axis_of(shape, dim))
 
     def _joiner(self, dim: str, shape: Dims):

@@ -157,6 +157,20 @@ class CirculantNormal(NamedLinop):
     out_grid_shape: Dims = dims_field()
     wrap_kernel: bool = eqx.field(static=True)
 
+    def __init__(
+        self,
+        kernel: jax.Array,
+        batch_shape: Dims,
+        in_grid_shape: Dims,
+        out_grid_shape: Dims,
+        wrap_kernel: bool,
+    ):
+        self.kernel = kernel
+        self.batch_shape = batch_shape
+        self.in_grid_shape = in_grid_shape
+        self.out_grid_shape = out_grid_shape
+        self.wrap_kernel = wrap_kernel
+
     @property
     def ishape(self) -> Dims:
         return self.batch_shape + self.in_grid_shape

@@ -5,6 +5,7 @@ from __future__ import annotations
 import equinox as eqx
 import jax
 
+from .._arrays import Device
 from .._core import Identity, NamedLinop, Tiling, dims_field
 from .._dims import Dims, DimsLike, as_dims
 
@@ -18,13 +19,11 @@ class ToDevice(NamedLinop):
     across several devices in one program, use sharding.
     """
 
-    idevice: jax.Device | None = eqx.field(static=True)
-    odevice: jax.Device | None = eqx.field(static=True)
+    idevice: Device | None = eqx.field(static=True)
+    odevice: Device | None = eqx.field(static=True)
     ioshape: Dims = dims_field()
 
-    def __init__(
-        self, idevice: jax.Device | None, odevice: jax.Device | None, ioshape: DimsLike = None
-    ):
+    def __init__(self, idevice: Device | None, odevice: Device | None, ioshape: DimsLike = None):
         """**Arguments:**
 
         - `idevice`: the device of the input (`None`: the default device).
@@ -37,7 +36,7 @@ class ToDevice(NamedLinop):
 
     def __check_init__(self):
         for arg, device in (("idevice", self.idevice), ("odevice", self.odevice)):
-            if device is not None and not isinstance(device, jax.Device):
+            if device is not None and not isinstance(device, Device):
                 raise TypeError(
                     f"`ToDevice({arg}=...)` expects a jax.Device (e.g. `jax.devices()[0]`) or "
                     f"None; got {type(device).__name__} {device!r}."
@@ -67,11 +66,12 @@ class ToDevice(NamedLinop):
         return Identity(self.ioshape) if inner is None else None
 
 
-def _resolve(device: jax.Device | None) -> jax.Device:
+def _resolve(device: Device | None) -> Device:
     """`device`, or JAX's default device for None (`jax.default_device` or the first)."""
     if device is not None:
         return device
-    default = jax.config.jax_default_device
-    if isinstance(default, jax.Device):
+    # jax registers its flags at run time, so pyright cannot see `jax_default_device`
+    default = jax.config.jax_default_device  # pyright: ignore[reportAttributeAccessIssue]
+    if isinstance(default, Device):
         return default
     return jax.devices(default)[0] if default else jax.devices()[0]

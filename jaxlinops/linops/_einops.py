@@ -83,7 +83,9 @@ class Rearrange(NamedLinop):
 
     def size(self, dim: str) -> int | None:
         for pattern, shape in ((self.ipattern, self.ishape), (self.opattern, self.oshape)):
-            groups = dim_groups(parse_pattern(pattern, "`Rearrange`"), shape)[1]
+            aligned = dim_groups(parse_pattern(pattern, "`Rearrange`"), shape)
+            assert aligned is not None, "the patterns align with the dims (`__check_init__`)"
+            groups = aligned[1]
             if dim in groups:
                 return group_size(groups[dim], self.axes_lengths)
         return None
@@ -167,7 +169,7 @@ class SumReduce(NamedLinop):
 
     ishape: Dims = dims_field()
     oshape: Dims = dims_field()
-    axes_lengths: Lengths = dims_field("pairs")
+    axes_lengths: Lengths = dims_field(kind="pairs")
 
     def __init__(
         self, ishape: DimsLike, oshape: DimsLike, axes_lengths: Mapping[str, int] | None = None
@@ -228,7 +230,7 @@ class Repeat(NamedLinop):
     the new dims ([`jaxlinops.SumReduce`][]); the normal is the scalar $\prod n$.
     """
 
-    n_repeats: Lengths = dims_field("pairs")
+    n_repeats: Lengths = dims_field(kind="pairs")
     ishape: Dims = dims_field()
     oshape: Dims = dims_field()
     broadcast_dims: Dims = dims_field()

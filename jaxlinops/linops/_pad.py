@@ -1,7 +1,5 @@
 """`Pad` and `Crop`: centered zero padding of the trailing image dims, and its adjoint."""
 
-from __future__ import annotations
-
 from collections.abc import Sequence
 
 import equinox as eqx
@@ -21,6 +19,8 @@ class AbstractCenterResize(NamedLinop):
     in_shape: eqx.AbstractVar[Dims]
     out_shape: eqx.AbstractVar[Dims]
     batch_shape: eqx.AbstractVar[Dims]
+    in_size: eqx.AbstractVar[tuple[int, ...]]
+    out_size: eqx.AbstractVar[tuple[int, ...]]
 
     def __check_init__(self):
         check_image_shapes(self, (self.in_size, self.out_size))

@@ -32,7 +32,7 @@ class SimpleLinop(NamedLinop):
     normal_fn: Callable | None = eqx.field(static=True)
     ishape: Dims = dims_field()
     oshape: Dims = dims_field()
-    sizes: tuple[tuple[str, int], ...] = dims_field("pairs")
+    sizes: tuple[tuple[str, int], ...] = dims_field(kind="pairs")
 
     def __init__(
         self,

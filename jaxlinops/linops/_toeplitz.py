@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Protocol
 
 import jax
 import jax.numpy as jnp
 
 from .._core import Chain, Diagonal, NamedLinop, all_dims, normal_oshape
 from .._dims import Dims, next_unused
+from ..functional._nufft import NUFFTPlan
 from ..functional._toeplitz import embedded_size, toeplitz_kernel
 from ._dense import Dense
 from ._fft import FFT
@@ -17,7 +19,30 @@ from ._pad import Crop, Pad
 KernelOp = Callable[[jax.Array, Dims], NamedLinop]
 
 
-def toeplitz_normal(op: NamedLinop, inner: NamedLinop | None) -> NamedLinop | None:
+class ToeplitzSource(Protocol):
+    """What the Toeplitz normal reads from a `NUFFT` (which imports this module, so this
+    module names it by its fields instead)."""
+
+    @property
+    def plan(self) -> NUFFTPlan: ...
+
+    @property
+    def toeplitz_oversamp(self) -> float: ...
+
+    @property
+    def batch_shape(self) -> Dims: ...
+
+    @property
+    def input_shape(self) -> Dims: ...
+
+    @property
+    def input_kshape(self) -> Dims: ...
+
+    @property
+    def output_shape(self) -> Dims: ...
+
+
+def toeplitz_normal(op: ToeplitzSource, inner: NamedLinop | None) -> NamedLinop | None:
     r"""$A^H\, \mathrm{inner}\, A$ for the NUFFT `op` as
     `Pad(M) -> FFT -> kernel -> FFT.H -> Crop` (centered, orthonormal FFTs on the embedded
     grid $M$; see `jaxlinops.functional._toeplitz`), or None when `inner` is not a point
@@ -28,6 +53,7 @@ def toeplitz_normal(op: NamedLinop, inner: NamedLinop | None) -> NamedLinop | No
     dims and mixes the other dims (e.g. coils). The kernel operator is a `Diagonal` or
     `Dense` of the same structure over the k-space dims.
     """
+    assert isinstance(op, NamedLinop), "the source is a NUFFT operator"
     found = _point_weights(op, inner)
     if found is None:
         return None
@@ -47,7 +73,9 @@ def toeplitz_normal(op: NamedLinop, inner: NamedLinop | None) -> NamedLinop | No
     )
 
 
-def _point_weights(op: NamedLinop, inner: NamedLinop | None) -> tuple[jax.Array, KernelOp] | None:
+def _point_weights(
+    op: ToeplitzSource, inner: NamedLinop | None
+) -> tuple[jax.Array, KernelOp] | None:
     """The weights of `inner` as `[B..., L...]` (`L` the point shape) and how to build the
     kernel operator over k-space dims from the kernel `[B..., *M]`."""
     points, shape = op.output_shape, op.plan.locs.shape[:-1]
@@ -59,7 +87,7 @@ def _point_weights(op: NamedLinop, inner: NamedLinop | None) -> tuple[jax.Array,
         return dims[len(lead(dims)) :] == points
 
     if inner is None:
-        dtype = op.plan.locs.dtype if op.mode == "interpolate" else jnp.float32
+        dtype = op.plan.locs.dtype if op.plan.mode == "interpolate" else jnp.float32
         return jnp.ones(shape, dtype), lambda k, kd: Diagonal(k, op.batch_shape + kd)
     keep = tuple(d for d in getattr(inner, "broadcast_dims", ()) if d not in points)
     if isinstance(inner, Diagonal) and on_points(inner.ioshape):

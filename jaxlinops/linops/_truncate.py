@@ -109,14 +109,16 @@ class PadDim(NamedLinop):
         return identity_normal(self) if inner is None else None
 
 
-def _ints(op, dim, from_length, to_length) -> tuple[int, int, int]:
+def _ints(
+    op: NamedLinop, dim: object, from_length: object, to_length: object
+) -> tuple[int, int, int]:
     """`dim` and the lengths as Python ints, refusing non-integral (`4.5`) or traced
     values (lengths are checked against each other in `_check`)."""
-    name = type(op).__name__
-    return tuple(
-        as_size(v, f"`{name}({arg}=...)`", None)
-        for arg, v in (("dim", dim), ("from_length", from_length), ("to_length", to_length))
-    )
+
+    def one(arg: str, value: object) -> int:
+        return as_size(value, f"`{type(op).__name__}({arg}=...)`", None)
+
+    return one("dim", dim), one("from_length", from_length), one("to_length", to_length)
 
 
 def _end_pad(x: jax.Array, dim: int, n: int) -> jax.Array:

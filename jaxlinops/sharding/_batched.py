@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import equinox as eqx
 import jax
@@ -76,12 +76,11 @@ class BatchedLinop(NamedLinop):
     tiles: NamedLinop | tuple[NamedLinop, ...] = stacked_field()
     ishape: Dims = dims_field()
     oshape: Dims = dims_field()
-    batch: tuple[tuple[str, BatchDim], ...] = dims_field("pairs")
+    batch: tuple[tuple[str, BatchDim], ...] = dims_field(kind="pairs")
     stacked: Dims = dims_field()
-    sizes: tuple[tuple[str, int], ...] = dims_field("pairs")
-    # pyright takes the dims_field()s above for defaults: these two have none
-    mesh: Mesh | None = eqx.field(static=True)  # pyright: ignore[reportGeneralTypeIssues]
-    base_device: Device | None = eqx.field(static=True)  # pyright: ignore[reportGeneralTypeIssues]
+    sizes: tuple[tuple[str, int], ...] = dims_field(kind="pairs")
+    mesh: Mesh | None = eqx.field(static=True)
+    base_device: Device | None = eqx.field(static=True)
 
     @property
     def name(self) -> str:
@@ -115,7 +114,7 @@ class BatchedLinop(NamedLinop):
         tiles = self.tiles if isinstance(self.tiles, tuple) else (self.tiles,)
         return strongest(t.coupling(dim) for t in tiles if dim in all_dims(t))
 
-    def split(self, tile) -> NamedLinop:
+    def split(self, tile: Mapping[str, slice]) -> NamedLinop:
         """Along dims it is not batched along (or that only the input sizes), every tile
         split alike: still batched. Along a batched dim, the tile of the reassembled
         operator (`unbatch`), which runs on one device."""

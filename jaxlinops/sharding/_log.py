@@ -43,7 +43,7 @@ def log_plan(op, counts: list[int]) -> None:
     logger.info("\n".join(lines))
 
 
-def log_application(op, x, y) -> None:
+def log_application(op, x: jax.Array, y: jax.Array) -> None:
     """Log the data one application moves (once per trace of a compiled program): the
     per-device input and output blocks and the all-reduce of summed dims (a ring
     all-reduce over $k$ devices sends and receives $2 (k - 1) / k$ of the block)."""

@@ -9,6 +9,8 @@ axis instead of copied per tile.
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -17,6 +19,8 @@ from jax.core import Tracer
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from .._core import NamedLinop
+
+Tiles = TypeVar("Tiles", bound=NamedLinop | tuple[NamedLinop, ...])
 
 
 def stack_tiles(tiles: list[NamedLinop], grid: tuple[int, ...]) -> NamedLinop | None:
@@ -67,7 +71,7 @@ def tile_at(stacked: NamedLinop, index: tuple) -> NamedLinop:
     return eqx.combine(jax.tree.map(lambda a: a[pick(a, index)], arrays), static)
 
 
-def pick(a, index: tuple) -> tuple:
+def pick(a: jax.Array, index: tuple[int | jax.Array, ...]) -> tuple[int | jax.Array, ...]:
     """`index` into the grid axes of `a`, with 0 where `a` is the same for every tile."""
     return tuple(i if n > 1 else 0 for i, n in zip(index, a.shape))
 
@@ -78,12 +82,12 @@ def unstack_tiles(stacked: NamedLinop, grid: tuple[int, ...]) -> list[NamedLinop
     return [tile_at(stacked, index) for index in np.ndindex(*grid)]
 
 
-def grid_spec(a, axes: tuple[str | None, ...]) -> PartitionSpec:
+def grid_spec(a: jax.Array, axes: tuple[str | None, ...]) -> PartitionSpec:
     """The grid axes of `a` on the mesh `axes`, replicated where `a` has size 1."""
     return PartitionSpec(*(ax if n > 1 else None for ax, n in zip(axes, a.shape)))
 
 
-def place(tiles, mesh: Mesh | None, axes: tuple[str | None, ...]):
+def place(tiles: Tiles, mesh: Mesh | None, axes: tuple[str | None, ...]) -> Tiles:
     """Put the tile arrays on `mesh`, sharded along their grid axes (`axes`: the mesh axis
     of each; `()` replicates every array)."""
     if mesh is None:
