@@ -225,3 +225,13 @@ def test_bad_input():
     B = jl.create_batched_linop(nufft, jl.BatchSpec({"C": 1}, device_matrix=DEVICES[:2]))
     x = rand(25, (3, 8, 8))
     assert_close(jax.jit(lambda op, v: op(v))(B, x), nufft(x), C128)
+
+
+def test_padded_dim_that_a_child_does_not_size():
+    """A ragged padded tile along `C`, where the SumReduce child does not know the size of
+    `C`: the mask takes the size from the tile grid (it crashed in `slice.indices`)."""
+    w = np.arange(1.0, 11.0).reshape(2, 5)
+    x = np.random.default_rng(0).standard_normal((2, 5))
+    A = jl.SumReduce("N C", "N") @ jl.Diagonal(jnp.asarray(w), ("N", "C"))
+    B = jl.create_batched_linop(A, jl.BatchSpec({"C": 3}))
+    np.testing.assert_allclose(B(jnp.asarray(x)), (w * x).sum(1), rtol=1e-12)
