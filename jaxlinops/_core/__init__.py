@@ -25,6 +25,7 @@ from ._containers import (
     as_linops as as_linops,
     block_apply as block_apply,
     call_adjoint as call_adjoint,
+    children_coupling as children_coupling,
     consistent_size as consistent_size,
 )
 from ._coupling import Coupling as Coupling, Tiling as Tiling, strongest as strongest

@@ -5,9 +5,9 @@ from __future__ import annotations
 import jax
 
 from .._dims import Dims
-from ._containers import add_all, as_linops, call_adjoint, consistent_size
-from ._coupling import Coupling, strongest
-from ._linop import NamedLinop, all_dims
+from ._containers import add_all, as_linops, call_adjoint, children_coupling, consistent_size
+from ._coupling import Coupling
+from ._linop import NamedLinop
 from ._tiles import split_children
 from ._unify import most_specific, unify
 
@@ -34,7 +34,7 @@ class Add(NamedLinop):
 
     def coupling(self, dim: str) -> Coupling:
         """The strongest coupling of `dim` among the children that have it."""
-        return strongest(op.coupling(dim) for op in self.linops if dim in all_dims(op))
+        return children_coupling(self.linops, dim)
 
     def split(self, tile) -> NamedLinop:
         return split_children(self, tile)

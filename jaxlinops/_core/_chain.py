@@ -5,8 +5,8 @@ from __future__ import annotations
 import jax
 
 from .._dims import Dims, fmt, next_unused, resolve, shapes_match
-from ._containers import as_linops, call_adjoint, consistent_size
-from ._coupling import Coupling, strongest
+from ._containers import as_linops, call_adjoint, children_coupling, consistent_size
+from ._coupling import Coupling
 from ._linop import NamedLinop, all_dims, relabel
 from ._tiles import split_children
 
@@ -44,7 +44,7 @@ class Chain(NamedLinop):
 
     def coupling(self, dim: str) -> Coupling:
         """The strongest coupling of `dim` among the children that have it."""
-        return strongest(op.coupling(dim) for op in self.linops if dim in all_dims(op))
+        return children_coupling(self.linops, dim)
 
     def split(self, tile) -> NamedLinop:
         return split_children(self, tile)

@@ -7,7 +7,8 @@ from collections.abc import Sequence
 import jax
 
 from .._arrays import promote
-from ._linop import NamedLinop, check_input
+from ._coupling import Coupling, strongest
+from ._linop import NamedLinop, all_dims, check_input
 
 
 def as_linops(name: str, linops: Sequence) -> tuple[NamedLinop, ...]:
@@ -57,3 +58,8 @@ def block_apply(x: jax.Array, calls, split=None, join=None) -> jax.Array:
     parts = split(x) if split is not None else [x] * len(calls)
     outs = [call(p) for call, p in zip(calls, parts)]
     return join(promote(*outs)) if join is not None else add_all(outs)
+
+
+def children_coupling(linops: Sequence[NamedLinop], dim: str) -> Coupling:
+    """A container's coupling of `dim`: the strongest among the children that have it."""
+    return strongest(op.coupling(dim) for op in linops if dim in all_dims(op))

@@ -13,11 +13,10 @@ from .._core import (
     NamedLinop,
     Tile,
     Zero,
-    all_dims,
     as_tile,
     block_apply,
     call_adjoint,
-    strongest,
+    children_coupling,
     tile_length,
 )
 from .._dims import Dims
@@ -53,7 +52,7 @@ class AbstractBlockOperator(NamedLinop):
         strongest coupling among the blocks."""
         if dim in self.idim + self.odim:
             return Coupling.NONE
-        return strongest(op.coupling(dim) for op in self.linops if dim in all_dims(op))
+        return children_coupling(self.linops, dim)
 
     def split(self, tile) -> NamedLinop:
         r"""Child $i$ holds the block (output range $C_i$, input range $R_i$) along

@@ -32,11 +32,10 @@ from .._core import (
     Adjoint,
     Coupling,
     NamedLinop,
-    all_dims,
     as_tile,
+    children_coupling,
     dims_field,
     stacked_field,
-    strongest,
     take,
     tile_length,
 )
@@ -112,7 +111,7 @@ class BatchedLinop(NamedLinop):
     def coupling(self, dim: str) -> Coupling:
         """The coupling its tiles declare (every tile has the same dims)."""
         tiles = self.tiles if isinstance(self.tiles, tuple) else (self.tiles,)
-        return strongest(t.coupling(dim) for t in tiles if dim in all_dims(t))
+        return children_coupling(tiles, dim)
 
     def split(self, tile: Mapping[str, slice]) -> NamedLinop:
         """Along dims it is not batched along (or that only the input sizes), every tile
