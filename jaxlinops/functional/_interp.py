@@ -9,6 +9,8 @@ from collections.abc import Sequence
 
 import jax
 import jax.numpy as jnp
+from jax.typing import ArrayLike
+from jaxtyping import Float
 
 from .._arrays import as_array, as_sizes, promote
 from ._gridding import gather_windows, neighbourhoods, scatter_windows
@@ -24,7 +26,7 @@ from ._kernels import (
 
 def interpolate(
     vals: jax.Array,
-    locs: jax.Array,
+    locs: Float[ArrayLike, "*points ndim"],
     width: Width = 4.0,
     kernel: str = "kaiser_bessel",
     norm: int = 1,
@@ -79,7 +81,7 @@ def interpolate(
 
 def interpolate_adjoint(
     vals: jax.Array,
-    locs: jax.Array,
+    locs: Float[ArrayLike, "*points ndim"],
     grid_size: Sequence[int],
     width: Width = 4.0,
     kernel: str = "kaiser_bessel",

@@ -12,6 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.core import Tracer
 from jax.typing import ArrayLike
+from jaxtyping import Float
 
 from .._arrays import as_array, as_sizes, has_nonfinite, promote, right_align
 from ._fft import centered_fftn
@@ -55,7 +56,7 @@ class NUFFTPlan(eqx.Module):
 
 
 def nufft_plan(
-    locs: ArrayLike,
+    locs: Float[ArrayLike, "*points ndim"],
     grid_size: Sequence[int],
     oversamp: float = 1.25,
     width: float = 4.0,
