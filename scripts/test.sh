@@ -108,7 +108,7 @@ main_suite() {
   local lint=0
   "$py" -m ruff check . || lint=1
   "$py" -m ruff format --check . || lint=1
-  "$py" -m pyright || lint=1
+  "$py" -m pyright --project pyproject.toml || lint=1  # not a pyrightconfig.json above
   run_pytest "$py" "$@"
   other_cpus "$py" "$@"
   if [[ $lint -ne 0 ]]; then
