@@ -58,3 +58,12 @@ def test_interop_overhead_script_runs():
     done = subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "| 8 x 32² |" in done.stdout
+
+
+def test_nufft_peers_script_runs():
+    """The peers (jax-finufft, nufftax) are benchmark extras: absent here, their rows are
+    skipped with a notice and jaxlinops' rows still print."""
+    command = [sys.executable, str(BENCHMARKS / "bench_nufft_peers.py"), "--quick"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "| 2D 256x256, 65536 pts, adj | jaxlinops | oversamp 1.25, width 4 |" in done.stdout
