@@ -180,9 +180,7 @@ def check_locs(name: str, locs: jax.Array) -> None:
     real = jnp.issubdtype(locs.dtype, jnp.floating) or jnp.issubdtype(locs.dtype, jnp.integer)
     if not real:
         raise TypeError(f"`{name}`: locs must be a real array; got dtype {locs.dtype}.")
-    with jax.ensure_compile_time_eval():  # a constant array stays concrete under jit
-        nonfinite = has_nonfinite(locs)
-    if nonfinite:
+    if has_nonfinite(locs):  # a constant array is checked even under jit
         raise ValueError(f"`{name}`: locs contain NaN or Inf values.")
 
 

@@ -253,9 +253,7 @@ def _apodize_weights(name, weights, grid, padded, width, beta, dtype) -> jax.Arr
             f"`{name}`: apodize_weights must be a real array of shape grid_size {grid}; got "
             f"shape {tuple(weights.shape)} and dtype {weights.dtype}."
         )
-    with jax.ensure_compile_time_eval():
-        nonfinite = has_nonfinite(weights)
-    if nonfinite:
+    if has_nonfinite(weights):
         raise ValueError(f"`{name}`: apodize_weights contain NaN or Inf values.")
     return weights
 
