@@ -26,8 +26,18 @@ def ref_kernel(x, kernel, beta):
     return float(np.i0(beta * math.sqrt(1.0 - x * x)))
 
 
-def ref_matrix(locs, grid, width, kernel="kaiser_bessel", norm=1, pad_mode="circular", beta=1.0):
-    """The interpolation matrix [points, grid entries], one point and one neighbour at a time."""
+def ref_matrix(
+    locs,
+    grid,
+    width,
+    kernel="kaiser_bessel",
+    norm=1,
+    pad_mode="circular",
+    beta=1.0,
+    half_open=False,
+):
+    """The interpolation matrix [points, grid entries], one point and one neighbour at a time;
+    `half_open` leaves out the neighbours at distance exactly -w/2 (the NUFFT's window)."""
     locs = np.asarray(locs, np.float64).reshape(-1, len(grid))
     widths = np.broadcast_to(np.asarray(width, np.float64), (len(grid),))
     radius = widths / 2
@@ -36,7 +46,7 @@ def ref_matrix(locs, grid, width, kernel="kaiser_bessel", norm=1, pad_mode="circ
         ranges = [range(math.floor(c - r) - 1, math.ceil(c + r) + 2) for c, r in zip(loc, radius)]
         for g in itertools.product(*ranges):
             delta = [(gd - c) / r for gd, c, r in zip(g, loc, radius)]
-            if any(abs(x) > 1 for x in delta):
+            if any(abs(x) > 1 or (half_open and x == -1) for x in delta):
                 continue
             if pad_mode == "zero" and not all(0 <= gd < n for gd, n in zip(g, grid)):
                 continue

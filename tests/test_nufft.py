@@ -4,6 +4,7 @@ the sampling mode, and the error paths."""
 
 import math
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -42,8 +43,9 @@ def centered_fft_of_padded(grid, padded):
 def nufft_matrix(locs, grid, oversamp=1.25, width=4.0, mode="interpolate", apodize=None):
     """The documented NUFFT pipeline as a dense matrix [points, prod N]: apodize, centered
     pad to floor(os N), centered orthonormal FFT, Kaiser–Bessel interpolation (numpy's
-    I0, the documented beta) at p Npad / N + Npad // 2 (wrapped), division by
-    w^D sqrt(prod N / prod Npad); or, in sampling mode, the nearest padded-grid point."""
+    I0, the documented beta, the half-open window) at p Npad / N + Npad // 2 (wrapped),
+    division by w^D sqrt(prod N / prod Npad); or, in sampling mode, the nearest
+    padded-grid point."""
     locs = np.asarray(locs, np.float64).reshape(-1, len(grid))
     padded = tuple(math.floor(oversamp * n) for n in grid)
     fft = centered_fft_of_padded(grid, padded)
@@ -58,7 +60,7 @@ def nufft_matrix(locs, grid, oversamp=1.25, width=4.0, mode="interpolate", apodi
             a = np.sqrt(beta**2 - (np.pi * width * (np.arange(n) - n // 2) / p) ** 2 + 0j)
             apodize = np.multiply.outer(apodize, np.real(a / np.sinh(a)))
     scale = width ** len(grid) * np.sqrt(math.prod(grid) / math.prod(padded))
-    M = ref_matrix(pos, padded, width, "kaiser_bessel", 1, "circular", beta)
+    M = ref_matrix(pos, padded, width, "kaiser_bessel", 1, "circular", beta, half_open=True)
     return M @ fft * np.ravel(apodize) / scale
 
 
@@ -233,18 +235,50 @@ def test_functional_errors():
         jl.NUFFT(np.zeros((3, 2)), (8, 8), "K")(jnp.zeros((7, 8)))
 
 
-def test_sorted_point_order_on_large_grids(monkeypatch):
+def test_point_order_sorts_by_cell_and_follows_splits():
     grid, locs = (6, 5), random_locs(18, (6, 5), 9).reshape(3, 3, 2)
     x, y = rand(19, grid), rand(20, (3, 3))
-    plain = jl.NUFFT(locs, grid, "R K")
-    monkeypatch.setattr(jl.functional._nufft, "SORT_POINTS_ABOVE", 0)
-    sorted_ = jl.NUFFT(locs, grid, "R K")
-    order = np.asarray(sorted_.plan.order)
-    cells = np.floor(np.asarray(sorted_.plan.locs).reshape(-1, 2)) @ np.array([6, 1])
-    assert plain.plan.order is None and sorted(order) == list(range(9))
+    A = jl.NUFFT(locs, grid, "R K")
+    M = nufft_matrix(locs, grid)
+    order = np.asarray(A.plan.order)
+    cells = np.floor(np.asarray(A.plan.locs).reshape(-1, 2)) @ np.array([A.plan.padded_size[1], 1])
+    assert sorted(order) == list(range(9))
     assert np.all(np.diff(cells[order]) >= 0)  # visited cell by cell
-    assert_close(sorted_(x), plain(x), jnp.complex128)
-    assert_close(sorted_.H(y), plain.H(y), jnp.complex128)
-    tile = jl.split(sorted_, {"K": slice(1, 3)})  # a new order for the tile's points
-    assert tile.plan.order.shape == (6,)
-    assert_close(tile(x), plain(x)[:, 1:], jnp.complex128)
+    assert_close(A(x), (M @ np.ravel(x)).reshape(3, 3), jnp.complex128)
+    assert_close(A.H(y), (M.conj().T @ np.ravel(y)).reshape(grid), jnp.complex128)
+    tile = jl.split(A, {"K": slice(1, 3)})  # a new order for the tile's points
+    assert tile.plan.order.shape == (6,) and sorted(np.asarray(tile.plan.order)) == list(range(6))
+    assert_close(tile(x), (M @ np.ravel(x)).reshape(3, 3)[:, 1:], jnp.complex128)
+
+
+def test_a_stale_point_order_changes_no_result():
+    """The order only speeds the gridding up: points replaced after planning (e.g. by an
+    optimiser updating the operator's arrays) give their own exact results."""
+    grid = (8, 6)
+    A = jl.NUFFT(random_locs(21, grid, 12), grid, "K")
+    locs = random_locs(22, grid, 12)
+    moved = eqx.tree_at(lambda a: a.plan.locs, A, jl.NUFFT(locs, grid, "K").plan.locs)
+    x, y = rand(23, grid), rand(24, (12,))
+    M = nufft_matrix(locs, grid)
+    assert_close(moved(x), M @ np.ravel(x), jnp.complex128)
+    assert_close(moved.H(y), (M.conj().T @ y).reshape(grid), jnp.complex128)
+
+
+@pytest.mark.parametrize("dtype", [jnp.complex64, jnp.complex128], ids=["c64", "c128"])
+def test_points_on_padded_grid_nodes_use_the_half_open_window(dtype):
+    """Points exactly on padded-grid nodes (the k-space centre, Cartesian samples), also at
+    the grid's seam: the window leaves out the neighbour at distance -w/2, as the
+    reference does; the closed window (torchlinops') would add it."""
+    grid, padded = (8, 8), (16, 16)  # oversamp 2: the nodes are exact in binary
+    nodes = np.array([[8, 8], [0, 0], [15, 3], [2, 14], [8, 0]])  # padded-grid units
+    locs = (nodes - 8) / 2  # cycles per FOV: (q - Npad // 2) N / Npad
+    x = rand(25, grid, dtype)
+    got = F.nufft(x, F.nufft_plan(locs, grid, 2.0, 4.0))
+    want = nufft_matrix(locs, grid, 2.0, 4.0) @ np.ravel(x)
+    assert_close(got, want, dtype)
+    # the far-edge neighbours a closed window would add (weight K(1) = 1 for any beta)
+    # are left out: they would change the result by far more than the tolerance
+    pos = nodes.astype(float)
+    extra = ref_matrix(pos, padded, 4.0) - ref_matrix(pos, padded, 4.0, half_open=True)
+    assert np.all(extra.sum(axis=1) > 0)
+    assert np.max(np.abs(got - want)) < 1e-3 * np.max(np.abs(want))

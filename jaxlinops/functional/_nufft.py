@@ -18,12 +18,11 @@ from .._arrays import as_array, as_sizes, has_nonfinite, promote, right_align
 from ._fft import centered_fftn
 from ._gridding import point_order
 from ._index import gather, scatter
-from ._interp import grid_points, ungrid
-from ._kernels import KernelSettings, as_number, check_locs
+from ._kernels import as_number, check_locs
+from ._nufft_gridding import interp_points, spread_points
 from ._pad import _check_trailing, center_crop, center_pad
 
 MODES = ("interpolate", "sampling")
-SORT_POINTS_ABOVE = 2**20
 
 
 class NUFFTPlan(eqx.Module):
@@ -31,11 +30,9 @@ class NUFFTPlan(eqx.Module):
 
     `locs` are the points in padded-grid units (`[0, Npad)`, floats for
     `mode="interpolate"`, rounded integers for `mode="sampling"`); `apodize` is the real
-    apodization over the image grid (None in sampling mode); `order` visits the points
-    sorted by grid cell (`_gridding.point_order`), set on padded grids of more than
-    `SORT_POINTS_ABOVE` points, where it halves the gridding time by keeping the scatter in
-    cache (measured at 128³; no gain at 64³). The sizes, oversampling factor, kernel width,
-    Kaiser–Bessel β and mode are static.
+    apodization over the image grid and `order` `[prod(L...)]` visits the points sorted by
+    padded-grid cell (`_gridding.point_order`), both None in sampling mode. The sizes,
+    oversampling factor, kernel width, Kaiser–Bessel β and mode are static.
     """
 
     locs: jax.Array
@@ -77,7 +74,10 @@ def nufft_plan(
     - `oversamp`: the padded grid is $N_{pad} = \lfloor \mathrm{oversamp} \cdot N \rfloor$
       per axis (a number, at least 1).
     - `width`: the Kaiser–Bessel kernel width in padded-grid points (at most $N_{pad}$);
-      $\beta = \pi \sqrt{(w / \mathrm{os})^2 (\mathrm{os} - 1/2)^2 - 0.8}$.
+      $\beta = \pi \sqrt{(w / \mathrm{os})^2 (\mathrm{os} - 1/2)^2 - 0.8}$. The kernel
+      covers distances in $(-w/2, w/2]$, a window of $\lceil w \rceil$ grid points per
+      axis (torchlinops also adds the far edge, $[-w/2, w/2]$, which differs only for
+      points exactly on a padded-grid node, by about the method's own error).
     - `mode`: `"interpolate"` (Kaiser–Bessel gridding) or `"sampling"` (nearest padded-grid
       point, no apodization or scaling).
     - `apodize_weights`: real weights of shape `grid_size` replacing the default
@@ -122,7 +122,7 @@ def nufft_unchecked(x: jax.Array, plan: NUFFTPlan) -> jax.Array:
     k = centered_fftn(center_pad(x, plan.grid_size, plan.padded_size), ndim)
     if plan.mode == "sampling":
         return gather(k, tuple(jnp.moveaxis(plan.locs, -1, 0)))
-    return ungrid(k, plan.locs, _kernel_settings(plan), plan.order) / plan.scale
+    return _ungrid(k, plan) / plan.scale
 
 
 @jax.jit
@@ -132,8 +132,7 @@ def nufft_adjoint_unchecked(y: jax.Array, plan: NUFFTPlan) -> jax.Array:
     if plan.mode == "sampling":
         k = scatter(y, tuple(jnp.moveaxis(plan.locs, -1, 0)), plan.padded_size)
     else:
-        settings = _kernel_settings(plan)
-        k = grid_points(y / plan.scale, plan.locs, plan.padded_size, settings, plan.order)
+        k = _grid(y / plan.scale, plan)
     x = center_crop(centered_fftn(k, ndim, inverse=True), plan.padded_size, plan.grid_size)
     if plan.mode == "sampling":
         return x
@@ -189,7 +188,7 @@ def make_plan(
             prepped = eqx.error_if(prepped, bad, f"`{name}`: locs contain NaN or Inf values.")
     else:
         apodize = _apodize_weights(name, apodize_weights, grid, padded, width, beta, locs.dtype)
-        order = sorted_order(prepped, padded)
+        order = point_order(prepped, padded)
     return NUFFTPlan(
         locs=prepped,
         apodize=apodize,
@@ -201,11 +200,6 @@ def make_plan(
         beta=beta,
         mode=mode,
     )
-
-
-def sorted_order(locs: jax.Array, padded: tuple[int, ...]) -> jax.Array | None:
-    """The points' visiting order on padded grids above `SORT_POINTS_ABOVE` points."""
-    return point_order(locs, padded) if math.prod(padded) > SORT_POINTS_ABOVE else None
 
 
 @functools.partial(jax.jit, static_argnums=(1, 2, 3))
@@ -258,7 +252,27 @@ def _apodize_weights(name, weights, grid, padded, width, beta, dtype) -> jax.Arr
     return weights
 
 
-def _kernel_settings(plan: NUFFTPlan) -> KernelSettings:
-    """The plan's gridding kernel: Kaiser–Bessel, product form, on the periodic padded grid."""
-    width = (plan.width,) * len(plan.grid_size)
-    return KernelSettings(width, "kaiser_bessel", 1, "circular", (("beta", plan.beta),))
+def _ungrid(k: jax.Array, plan: NUFFTPlan) -> jax.Array:
+    """The padded spectrum `k` `[B..., *padded]` interpolated at the plan's points."""
+    assert plan.order is not None, "an interpolate-mode plan has a point order"
+    ndim = len(plan.grid_size)
+    batch, points = k.shape[: k.ndim - ndim], plan.locs.shape[:-1]
+    flat, locs = _flat(k.reshape((-1,) + plan.padded_size), plan.locs)
+    out = interp_points(flat, locs, plan.order, plan.width, plan.beta)
+    return out.reshape(batch + points)
+
+
+def _grid(y: jax.Array, plan: NUFFTPlan) -> jax.Array:
+    """The point values `y` `[B..., L...]` spread onto the padded grid."""
+    assert plan.order is not None, "an interpolate-mode plan has a point order"
+    points = plan.locs.shape[:-1]
+    batch = y.shape[: y.ndim - len(points)]
+    flat, locs = _flat(y.reshape((-1, math.prod(points))), plan.locs)
+    out = spread_points(flat, locs, plan.order, plan.padded_size, plan.width, plan.beta)
+    return out.reshape(batch + plan.padded_size)
+
+
+def _flat(vals: jax.Array, locs: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """`vals` at (at least) floating precision and `locs` as `[P, D]` in its real dtype."""
+    vals, _ = promote(vals, locs)
+    return vals, locs.reshape((-1, locs.shape[-1])).astype(jnp.finfo(vals.dtype).dtype)

@@ -10,13 +10,13 @@ import jax
 from .._core import Coupling, NamedLinop, dims_field, mask_padded, slice_arrays
 from .._default_dims import GRID_DIMS, KSPACE_DIMS
 from .._dims import ELLIPSIS, Dims, DimsLike, as_dims, fmt, size_of
+from ..functional._gridding import point_order
 from ..functional._kernels import as_number
 from ..functional._nufft import (
     NUFFTPlan,
     make_plan,
     nufft_adjoint_unchecked,
     nufft_unchecked,
-    sorted_order,
 )
 from ..functional._toeplitz import check_embedding
 from ._toeplitz import toeplitz_normal
@@ -157,7 +157,7 @@ class NUFFT(NamedLinop):
         arrays = [(lambda o: o.plan.locs, self.output_shape + (None,))]
         out, _ = slice_arrays(self, tile, arrays, self.batch_shape)
         if out.plan.order is not None and out.plan.locs.shape != self.plan.locs.shape:
-            order = sorted_order(out.plan.locs, self.plan.padded_size)
+            order = point_order(out.plan.locs, self.plan.padded_size)
             out = eqx.tree_at(lambda o: o.plan.order, out, order)
         return mask_padded(out, self, tile)
 

@@ -1,0 +1,132 @@
+r"""The NUFFT's gridding: Kaiser–Bessel interpolation between the padded spectrum and the
+points, built for speed.
+
+Three things make it fast, each measured on 2 CPU cores (3-D, 160^3 padded grid, 262,144
+points, width 4):
+
+- **Sorted points.** The plan sorts the points by grid cell once (`order`, an integer
+  pytree leaf that follows `jit`, `vmap` and `split`), so consecutive points read and write
+  neighbouring windows and the grid stays in cache. The order never changes a result, only
+  the speed, so a stale one (points updated after the plan was made) is still correct.
+- **A half-open window.** The kernel covers distances in $(-w/2, w/2]$ per axis, so
+  $\lceil w \rceil$ grid points hold it: 4^3 = 64 window entries in 3-D at width 4 instead
+  of the 5^3 = 125 of a closed window. torchlinops also adds the far edge; the two differ
+  only for points exactly on a padded-grid node, by about the NUFFT's own error.
+- **A polynomial kernel.** Along each axis the $L = \lceil w \rceil$ window weights of a
+  point depend only on the fractional part $u = (q - w/2) - \lfloor q - w/2 \rfloor$ of
+  its coordinate $q$: entry $l$ is $K((l + 1 - u - w/2) / (w/2))$ with
+  $K(x) = I_0(\beta \sqrt{1 - x^2})$. Each entry is a polynomial in $u$ fitted once per
+  `(w, β)` to the exact Bessel function (`numpy.i0`), to 1e-12 of $K(0)$ in double
+  precision, and evaluated by Horner's rule: about 0.6 ms for all points where the
+  Abramowitz–Stegun $I_0$ takes 4 ms. So the weights are computed on every call from the
+  points themselves: the operator reads its points and nothing derived from them, and
+  derivatives with respect to the points are plain automatic differentiation.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Callable, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from ._gridding import Neighbourhoods, gather_windows, scatter_windows
+
+_FIT_TOL = 1e-12  # the polynomials' largest error, relative to K(0)
+_MAX_DEGREE = 30
+
+
+@functools.lru_cache(maxsize=64)
+def kernel_polynomials(width: float, beta: float) -> tuple[np.ndarray, np.ndarray]:
+    """The coefficients `[degree + 1, L]` (highest power first) of the window weights as
+    polynomials in $t = 2u - 1 \\in [-1, 1)$, and the smallest `u` `[L]` at which each
+    entry lies inside the kernel (nonzero only for the last entry of a non-integer width)."""
+    radius, size = width / 2, math.ceil(width)
+    lows = np.maximum(0.0, np.arange(size) + 1 - width)
+    grid = np.linspace(0.0, 1.0, 2001)
+    for degree in range(4, _MAX_DEGREE + 1):
+        nodes = 0.5 - 0.5 * np.cos(np.pi * (np.arange(degree + 1) + 0.5) / (degree + 1))
+        coeffs = []
+        for entry, low in enumerate(lows):
+            u = low + (1 - low) * nodes  # Chebyshev nodes on the entry's support
+            cheb = np.polynomial.chebyshev.Chebyshev.fit(
+                2 * u - 1, _kaiser_bessel(entry, u, radius, beta), degree, domain=[-1, 1]
+            )
+            coeffs.append(cheb.convert(kind=np.polynomial.Polynomial).coef[::-1])
+        coeffs = np.stack(coeffs, axis=1)
+        inside = grid[:, None] >= lows[None]
+        exact = _kaiser_bessel(np.arange(size)[None], grid[:, None], radius, beta)
+        fitted = np.polynomial.polynomial.polyval(2 * grid - 1, coeffs[::-1]).T
+        error = np.max(np.abs(np.where(inside, fitted, 0.0) - np.where(inside, exact, 0.0)))
+        if error <= _FIT_TOL * np.i0(beta):
+            return coeffs, lows
+    raise AssertionError(f"no polynomial fit of degree <= {_MAX_DEGREE} (w={width}, β={beta})")
+
+
+def _kaiser_bessel(entry, u, radius: float, beta: float) -> np.ndarray:
+    """$I_0(\\beta \\sqrt{1 - x^2})$ at $x = (l + 1 - u - r) / r$ (0 outside $|x| \\le 1$)."""
+    x = (entry + 1 - u - radius) / radius
+    inside = np.abs(x) <= 1
+    return np.where(inside, np.i0(beta * np.sqrt(np.where(inside, 1 - x * x, 0.0))), 0.0)
+
+
+def nufft_windows(
+    locs: jax.Array, padded: Sequence[int], width: float, beta: float
+) -> Neighbourhoods:
+    """The windows of the points `locs` `[P, D]` (padded-grid units, in `[0, N_pad)`): origins
+    `[P, D]` on the periodic grid and the `D` weight factors `[P, L]`. A point with a
+    non-finite coordinate gets origin 0 and NaN weights (so NaN results)."""
+    coeffs, lows = kernel_polynomials(width, beta)
+    shifted = locs - width / 2
+    first = jnp.floor(shifted)
+    u = (shifted - first)[..., None]  # [P, D, 1]
+    t = 2 * u - 1
+    values = jnp.zeros(locs.shape + (coeffs.shape[1],), locs.dtype)
+    for row in coeffs:
+        values = values * t + jnp.asarray(row, locs.dtype)[None, None]
+    if np.any(lows > 0):
+        values = jnp.where(u >= jnp.asarray(lows, locs.dtype)[None, None], values, 0.0)
+    bad = ~jnp.isfinite(locs)
+    values = jnp.where(bad[..., None], jnp.nan, values)
+    sizes = jnp.asarray(padded, jnp.int32)[None]
+    starts = jnp.remainder(jnp.where(bad, 0, first + 1).astype(jnp.int32), sizes)
+    return Neighbourhoods(starts, tuple(values[:, d] for d in range(locs.shape[1])))
+
+
+def interp_points(
+    k: jax.Array, locs: jax.Array, order: jax.Array, width: float, beta: float
+) -> jax.Array:
+    """The padded spectrum `k` `[B, *padded]` interpolated at the points `locs` `[P, D]`,
+    visited in `order` `[P]`: `[B, P]`."""
+    nbhd = nufft_windows(locs[order], k.shape[1:], width, beta)
+    out = _unless_wrapped(nbhd, k.shape[1:], lambda mode: gather_windows(k, nbhd, mode))
+    # a scatter, not a gather by the inverse order: XLA would fuse the windows into that
+    # gather and read them in the unsorted order (measured 4x slower at 262,144 points)
+    return jnp.zeros_like(out).at[:, order].set(out, unique_indices=True)
+
+
+def spread_points(
+    y: jax.Array,
+    locs: jax.Array,
+    order: jax.Array,
+    padded: tuple[int, ...],
+    width: float,
+    beta: float,
+) -> jax.Array:
+    """The adjoint of [`interp_points`][]: `y` `[B, P]` spread onto a zero grid `[B, *padded]`."""
+    nbhd = nufft_windows(locs[order], padded, width, beta)
+    vals = y[:, order]
+    return _unless_wrapped(nbhd, padded, lambda mode: scatter_windows(vals, nbhd, padded, mode))
+
+
+def _unless_wrapped(nbhd: Neighbourhoods, padded: Sequence[int], fn: Callable) -> jax.Array:
+    """`fn("circular")`, or `fn("inside")` (no padded copy of the grid) when no window
+    crosses the end of the periodic grid; decided at run time, as the points may be
+    traced."""
+    size = nbhd.weights[0].shape[1]
+    wraps = jnp.any(nbhd.starts + size > jnp.asarray(padded, jnp.int32)[None])
+    return lax.cond(wraps, lambda: fn("circular"), lambda: fn("inside"))
