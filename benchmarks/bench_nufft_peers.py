@@ -7,10 +7,19 @@ Cases (complex64, points uniform at random in [-N/2, N/2) per axis): 2D 256² wi
 points, 3D 64³ with 32,768 points, 3D 128³ with 262,144 points; forward (image -> points)
 and adjoint (points -> image). Rows:
 
-- jaxlinops at its defaults (oversamp 1.25, width 4) and at (oversamp 2, width 6);
-- jax-finufft at the largest eps of a ladder whose error is no worse than each jaxlinops
-  row's ("= jl default", "= jl 2/6"), and at eps 1e-2, 1e-4, 1e-6;
-- nufftax (its default upsampfac 2) at the largest eps of the ladder that is as accurate.
+- jaxlinops' pure-JAX path (`backend="jax"`) at its defaults (oversamp 1.25, width 4), at
+  `eps` 1e-2, 1e-4, 1e-6 (an eps the table cannot deliver in single precision on the grid
+  is reported and skipped) and at (oversamp 2, width 8), the finest single precision
+  resolves, with the plan's bytes per point and XLA's temporaries;
+- jax-finufft at the largest eps of a ladder whose error is no worse than each of those
+  rows' ("= jl ..."), and nufftax (its default upsampfac 2) likewise;
+- when jax-finufft is installed: jaxlinops with `backend="auto"` (which is then finufft) at
+  eps 1e-2, 1e-4, 1e-6 against raw jax-finufft at the same eps ("= jl auto ...").
+
+Run it with `GLIBC_TUNABLES=glibc.malloc.hugetlb=1` as well as without: glibc serves every
+allocation above 32 MiB by a fresh `mmap`, so each call of any library page-faults its
+large arrays in again (4 KiB pages); the tunable backs them with huge pages. The header
+prints the setting in force.
 
 Conventions (`../shared/reference/anchors.md`): jaxlinops' points p (grid units) are the
 peers' angles 2π·p/N; the forward is finufft type 2 with iflag -1, the adjoint type 1 with
@@ -47,8 +56,12 @@ import numpy as np  # noqa: E402
 from harness import QUICK, Budget, Impl, jax_impl, random_input, rel_l2, time_impl  # noqa: E402
 
 CASES = (((256, 256), 65536), ((64,) * 3, 32768), ((128,) * 3, 262144))
-JL_SETTINGS = ((1.25, 4.0), (2.0, 6.0))
 FIXED_EPS = (1e-2, 1e-4, 1e-6)
+JL_SETTINGS = (
+    (("defaults", {}),)
+    + tuple((f"eps {e:g}", {"eps": e}) for e in FIXED_EPS)
+    + (("finest", {"oversamp": 2.0, "width": 8.0}),)  # single precision's floor
+)
 LADDER = (1e-1, 5e-2, 2e-2, 1e-2, 5e-3, 2e-3, 1e-3, 5e-4, 2e-4, 1e-4, 5e-5, 2e-5, 1e-5,
           5e-6, 2e-6, 1e-6, 5e-7, 2e-7, 1e-7)  # fmt: skip
 SUBSET = 256  # points (forward) or pixels (adjoint) of the exact reference
@@ -93,9 +106,22 @@ def exact_adjoint(locs, grid, y, pixels, chunk: int = 16384) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------- implementations
-def jaxlinops_impl(locs, grid, adjoint, oversamp, width) -> Impl:
-    op = jl.NUFFT(locs, grid, ("K",), oversamp=oversamp, width=width)
-    return jax_impl(lambda a, x: a(x), op.H if adjoint else op)
+def jaxlinops_impl(locs, grid, adjoint, options) -> tuple[Impl, str, dict]:
+    """The operator's Impl, its settings and its memory: the plan's bytes per point and
+    XLA's temporaries (MiB) for one application."""
+    op = jl.NUFFT(locs, grid, ("K",), **options)
+    impl = jax_impl(lambda a, x: a(x), op.H if adjoint else op)
+    plan = op.plan
+    settings = f"os {plan.oversamp:g}, w {plan.width:g}"
+    if plan.backend == "finufft":
+        settings = f"finufft, eps {plan.eps:g}"
+    plan_bytes = sum(leaf.nbytes for leaf in jax.tree.leaves(plan) if hasattr(leaf, "nbytes"))
+    shape = (len(locs),) if adjoint else grid
+    stats = impl.compile(np.zeros(shape, np.complex64))
+    memory = dict(
+        plan_bytes_per_point=plan_bytes / len(locs), temp_mib=stats["temporaries"] / 2**20
+    )
+    return impl, settings, memory
 
 
 def finufft_impl(mod, angles, grid, adjoint, eps) -> Impl:
@@ -169,20 +195,31 @@ def run_direction(rng, locs, grid, adjoint, peers, budget) -> list[dict]:
     )
     rows = []
 
-    def add(library, settings, impl, error, reference_ms=None):
+    def add(library, settings, impl, error, reference_ms=None, memory=None):
         timing = time_impl(impl, rng, direction.shape, np.complex64, budget)
         ms = timing["median_ms"]
         ratio, rate = ms / (reference_ms or ms), len(locs) / ms * 1e3
         row = dict(library=library, settings=settings, error=error, timing=timing)
-        rows.append(row | dict(ratio=ratio, pts_per_s=rate))
+        rows.append(row | dict(ratio=ratio, pts_per_s=rate, memory=memory))
         return ms
 
-    jl_rows = []
-    for oversamp, width in JL_SETTINGS:
-        impl = jaxlinops_impl(locs, grid, adjoint, oversamp, width)
-        error = direction.error(impl)
-        ms = add("jaxlinops", f"oversamp {oversamp:g}, width {width:g}", impl, error)
-        jl_rows.append((f"jl {oversamp:g}/{width:g}", error, ms))
+    jl_rows, auto_rows = [], []
+    for label, options in JL_SETTINGS:
+        for backend in ("jax", "auto") if "jax-finufft" in peers else ("jax",):
+            if backend == "auto" and "eps" not in options:
+                continue
+            try:
+                impl, settings, memory = jaxlinops_impl(
+                    locs, grid, adjoint, options | {"backend": backend}
+                )
+            except ValueError as error:  # an eps single precision cannot deliver here
+                print(f"notice: jaxlinops {label}: {error}", file=sys.stderr)
+                continue
+            error = direction.error(impl)
+            name = "jaxlinops" if backend == "jax" else "jaxlinops auto"
+            ms = add(name, f"{label}: {settings}", impl, error, memory=memory)
+            target = jl_rows if backend == "jax" else auto_rows
+            target.append((f"jl {label}" if backend == "jax" else f"jl auto {label}", error, ms))
     makers = {
         "jax-finufft": lambda mod: lambda eps: finufft_impl(mod, angles, grid, adjoint, eps),
         "nufftax": lambda mod: lambda eps: nufftax_impl(mod, angles, grid, adjoint, eps),
@@ -199,14 +236,12 @@ def run_direction(rng, locs, grid, adjoint, peers, budget) -> list[dict]:
             timed.add(eps)
         if name != "jax-finufft":
             continue
-        for eps in FIXED_EPS:
-            if eps in timed:
-                continue
+        for (label, _, auto_ms), eps in zip(auto_rows, FIXED_EPS):
             if eps not in cache:
                 impl = make(eps)
                 cache[eps] = (impl, direction.error(impl))
             impl, error = cache[eps]
-            add(name, f"eps {eps:g}", impl, error, jl_rows[0][2])
+            add(name, f"eps {eps:g} (= {label})", impl, error, auto_ms)
     return rows
 
 
@@ -215,9 +250,13 @@ def format_rows(label: str, rows: list[dict]) -> str:
     for row in rows:
         t = row["timing"]
         iqr = f"{t['p25_ms']:.2f}-{t['p75_ms']:.2f}"
+        memory = row["memory"]
+        mem = "" if memory is None else (
+            f"{memory['plan_bytes_per_point']:.0f} B/pt, {memory['temp_mib']:.0f} MiB"
+        )  # fmt: skip
         lines.append(
             f"| {label} | {row['library']} | {row['settings']} | {t['median_ms']:.2f} ({iqr}) "
-            f"| {row['ratio']:.2f} | {row['error']:.1e} | {row['pts_per_s']:.2e} |"
+            f"| {row['ratio']:.2f} | {row['error']:.1e} | {row['pts_per_s']:.2e} | {mem} |"
         )
     return "\n".join(lines)
 
@@ -232,11 +271,13 @@ def main(argv=None) -> int:
     versions = {name: getattr(mod, "__version__", "?") for name, mod in peers.items()}
     print(f"# NUFFT vs CPU peers, {time.strftime('%Y-%m-%d %H:%M')}, {os.cpu_count()} CPUs, "
           f"load {os.getloadavg()[0]:.2f}, jax {jax.__version__}, "
-          f"peers {versions}")  # fmt: skip
+          f"peers {versions}, GLIBC_TUNABLES={os.environ.get('GLIBC_TUNABLES', '')!r}")  # fmt: skip
     print("ratio: row ms / jaxlinops ms at matching accuracy (>1: jaxlinops faster); "
-          f"rel. error vs exact DFT on {SUBSET} points (fwd) or pixels (adj)\n")  # fmt: skip
-    print("| case | library | settings | ms median (IQR) | ratio | rel. error | points/s |")
-    print("|---|---|---|---|---|---|---|")
+          f"rel. error vs exact DFT on {SUBSET} points (fwd) or pixels (adj); memory: the "
+          "plan's bytes per point and XLA's temporaries for one application\n")  # fmt: skip
+    print("| case | library | settings | ms median (IQR) | ratio | rel. error | points/s "
+          "| memory |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|")
     for grid, npts in CASES[:1] if args.quick else CASES:
         rng = np.random.default_rng(args.seed)
         half = np.asarray(grid, np.float32) / 2

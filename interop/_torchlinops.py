@@ -20,6 +20,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+import jax
+
 import jaxlinops as jl
 
 from ._tensors import to_jax
@@ -158,7 +160,8 @@ def _nufft(mode: str) -> Callable:
             oversamp=options["oversamp"], width=options.get("width", 4.0), mode=mode,
             toeplitz=options.get("toeplitz", False),
             toeplitz_oversamp=options.get("toeplitz_oversamp", 2.0),
-        )  # fmt: skip
+            backend="pallas" if jax.default_backend() == "gpu" else "jax",
+        )  # fmt: skip  # torchlinops' kernel (finufft has its own)
         # torchlinops' NUFFT adjoint is a NUFFT whose shape is flipped
         return op if _dims(A.ishape) == op.ishape else op.H
 

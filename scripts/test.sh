@@ -96,10 +96,10 @@ main_suite() {
   local start=$SECONDS
   local py=.venv/bin/python
   make_venv .venv python3
-  echo "test.sh: installing $TORCH_SPEC, jaxlinops[test,torch,docs,notebooks] (editable)," \
+  echo "test.sh: installing $TORCH_SPEC, jaxlinops[test,torch,docs,notebooks,finufft] (editable)," \
     "$TORCHLINOPS_SPEC"
   "$py" -m pip install -q "$TORCH_SPEC"
-  "$py" -m pip install -q -e ".[test,torch,docs,notebooks]"
+  "$py" -m pip install -q -e ".[test,torch,docs,notebooks,finufft]"
   "$py" -m pip install -q "${TORCHLINOPS_IMPORTS[@]}"
   "$py" -m pip install -q --no-deps "$TORCHLINOPS_SPEC"
   echo "test.sh: setup took $((SECONDS - start)) s; $("$py" -c "$VERSIONS"), torch" \
@@ -124,8 +124,8 @@ py312_core() {
     return 0
   fi
   make_venv .venv-py312 "$py312"
-  echo "test.sh: installing jaxlinops[test] (editable) with the newest jax, no torch"
-  "$py" -m pip install -q -U --upgrade-strategy eager -e ".[test]"
+  echo "test.sh: installing jaxlinops[test,finufft] (editable) with the newest jax, no torch"
+  "$py" -m pip install -q -U --upgrade-strategy eager -e ".[test,finufft]"
   echo "test.sh: setup took $((SECONDS - start)) s; $("$py" -c "$VERSIONS")"
   # The main stage covers every dtype; here the per-operator contract runs in complex128
   # only, which exercises the same code paths on the newest jax at a third of the cost.

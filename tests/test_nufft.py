@@ -20,6 +20,13 @@ CASES = {"2d": ((16, 16), 200), "3d": ((8, 8, 8), 150)}
 ACCURACY = {(1.25, 4.0): 1e-2, (2.0, 6.0): 1e-5}
 
 
+@pytest.fixture(autouse=True)
+def jax_backend(monkeypatch):
+    """These tests pin the pure-JAX pipeline (finufft, when installed, is tested in
+    `test_nufft_finufft.py` and by the backend-agnostic tests)."""
+    monkeypatch.setattr(jl.config, "nufft_backend", "jax")
+
+
 def dft_matrix(locs, grid):
     """The exact centered, orthonormal non-uniform DFT [points, grid entries]:
     exp(-2 pi i sum_d k_d (n_d - N_d // 2) / N_d) / sqrt(prod N)."""
@@ -74,20 +81,49 @@ def rel_err(got, want):
     return np.linalg.norm(got - want) / np.linalg.norm(want)
 
 
+BACKENDS = [
+    "jax",
+    "pallas",
+    pytest.param(
+        "finufft",
+        marks=pytest.mark.skipif(
+            not F._finufft.finufft_available(), reason="jax-finufft is not installed"
+        ),
+    ),
+]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("oswidth", sorted(ACCURACY))
 @pytest.mark.parametrize("dtype", [jnp.complex64, jnp.complex128], ids=["c64", "c128"])
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_accuracy_against_exact_dft(case, dtype, oswidth):
+def test_accuracy_against_exact_dft(case, dtype, oswidth, backend):
+    """Every backend meets the accuracy of the setting (finufft is asked for it)."""
     grid, npoints = CASES[case]
     real = jnp.finfo(dtype).dtype
     locs = random_locs(1, grid, npoints, real)
-    plan = F.nufft_plan(locs, grid, *oswidth)
+    plan = F.nufft_plan(locs, grid, *oswidth, backend=backend)
+    assert plan.backend == backend
     x, y = rand(2, grid, dtype), rand(3, (npoints,), dtype)
     E = dft_matrix(locs, grid)
     bound = ACCURACY[oswidth]
     assert rel_err(F.nufft(x, plan), E @ np.asarray(x).ravel()) <= bound
     assert rel_err(F.nufft_adjoint(y, plan), E.conj().T @ np.asarray(y)) <= bound
     assert F.nufft(x, plan).dtype == dtype and F.nufft_adjoint(y, plan).dtype == dtype
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("eps", [1e-2, 1e-4])
+def test_eps_is_met_by_every_backend(eps, backend):
+    """`NUFFT(eps=...)`, the operator and its adjoint, against the exact DFT (complex128)."""
+    grid = (12, 10)
+    locs = random_locs(30, grid, 120)
+    A = jl.NUFFT(locs, grid, "K", eps=eps, backend=backend)
+    x, y = rand(31, grid, jnp.complex128), rand(32, (120,), jnp.complex128)
+    E = dft_matrix(locs, grid)
+    assert rel_err(A(x), E @ np.ravel(x)) <= eps
+    assert rel_err(A.H(y), E.conj().T @ np.asarray(y)) <= eps
+    assert f"backend={backend}" in repr(A)
 
 
 def test_plan_contents():

@@ -18,6 +18,13 @@ F = jl.functional
 SETTINGS = [(1.25, 4.0), (2.0, 6.0), (1.5, 4.5), (2.0, 3.0), (2.0, 12.0), (1.25, 16.0)]
 
 
+@pytest.fixture(autouse=True)
+def jax_backend(monkeypatch):
+    """These tests pin the pure-JAX pipeline (finufft, when installed, is tested in
+    `test_nufft_finufft.py` and by the backend-agnostic tests)."""
+    monkeypatch.setattr(jl.config, "nufft_backend", "jax")
+
+
 def beta(oversamp, width):
     return math.pi * math.sqrt((width / oversamp) ** 2 * (oversamp - 0.5) ** 2 - 0.8)
 

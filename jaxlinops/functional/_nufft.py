@@ -14,15 +14,27 @@ from jax.core import Tracer
 from jax.typing import ArrayLike
 from jaxtyping import Float
 
+from .. import config
 from .._arrays import as_array, as_sizes, has_nonfinite, promote, right_align
+from ._accuracy import settings_for_eps, tabulated_error
 from ._fft import centered_fftn
+from ._finufft import (
+    INSTALL,
+    finufft_adjoint_unchecked,
+    finufft_available,
+    finufft_forward_unchecked,
+)
 from ._gridding import point_order
 from ._index import gather, scatter
 from ._kernels import as_number, check_locs
 from ._nufft_gridding import interp_points, spread_points
+
+DEFAULT_SETTINGS = (1.25, 4.0)  # torchlinops' (oversamp, width)
+FINUFFT_MARGIN = 3.0  # finufft's error reaches 2.5 times its tolerance (measured, 6 seeds)
 from ._pad import _check_trailing, center_crop, center_pad
 
 MODES = ("interpolate", "sampling")
+BACKENDS = ("auto", "jax", "pallas", "finufft")
 
 
 class NUFFTPlan(eqx.Module):
@@ -31,8 +43,10 @@ class NUFFTPlan(eqx.Module):
     `locs` are the points in padded-grid units (`[0, Npad)`, floats for
     `mode="interpolate"`, rounded integers for `mode="sampling"`); `apodize` is the real
     apodization over the image grid and `order` `[prod(L...)]` visits the points sorted by
-    padded-grid cell (`_gridding.point_order`), both None in sampling mode. The sizes,
-    oversampling factor, kernel width, Kaiser–Bessel β and mode are static.
+    padded-grid cell (`_gridding.point_order`), both None in sampling mode and with the
+    finufft backend. The sizes, oversampling factor, kernel width, Kaiser–Bessel β, mode,
+    backend (`"jax"`, `"pallas"` or `"finufft"`, resolved from `"auto"` when the plan is
+    made) and finufft's tolerance `eps` (None for the other backends) are static.
     """
 
     locs: jax.Array
@@ -44,6 +58,8 @@ class NUFFTPlan(eqx.Module):
     width: float = eqx.field(static=True)
     beta: float = eqx.field(static=True)
     mode: str = eqx.field(static=True)
+    backend: str = eqx.field(static=True)
+    eps: float | None = eqx.field(static=True)
 
     @property
     def scale(self) -> float:
@@ -59,6 +75,8 @@ def nufft_plan(
     width: float = 4.0,
     mode: str = "interpolate",
     apodize_weights: ArrayLike | None = None,
+    eps: float | None = None,
+    backend: str | None = None,
 ) -> NUFFTPlan:
     r"""Prepare a NUFFT on the image grid `grid_size` at the points `locs`.
 
@@ -82,6 +100,20 @@ def nufft_plan(
       point, no apodization or scaling).
     - `apodize_weights`: real weights of shape `grid_size` replacing the default
       apodization (interpolate mode only).
+    - `eps`: the relative error wanted: `oversamp` and `width` (which must then keep their
+      defaults) are chosen from a measured table (`_accuracy.settings_for_eps`), the
+      cheapest for the grid, the number of points and the precision of `locs`; and it is
+      finufft's tolerance with `backend="finufft"`.
+    - `backend`: how the interpolate mode grids: `"jax"` (XLA's gather and scatter),
+      `"pallas"` (Pallas kernels; on CUDA GPUs, and in interpret mode, for testing,
+      elsewhere), `"finufft"` (the whole transform by jax-finufft, `pip install
+      'jaxlinops[finufft]'`, to tolerance `eps`, or without `eps` to the tabulated error
+      of `(oversamp, width)`), or `"auto"`: `"pallas"` on a GPU, `"finufft"` on a CPU where
+      jax-finufft is installed, `"jax"` otherwise (decided from JAX's default backend when
+      the plan is made). None: `jaxlinops.config.nufft_backend` (default `"auto"`). All
+      compute the same transform; they differ by the approximation error (finufft's kernel
+      is its own; it is asked for `eps / FINUFFT_MARGIN`, as its error can exceed its
+      tolerance).
 
     **Bad values:** concrete `locs` with NaN or Inf raise a ValueError. Traced `locs`
     (under `jit`, `vmap`, `grad`) cannot be checked in Python. In interpolate mode such a
@@ -90,7 +122,9 @@ def nufft_plan(
     cannot hold NaN: the plan checks them with `equinox.error_if` (one reduction when the
     plan is made), which raises an error at run time.
     """
-    return make_plan("nufft_plan", locs, grid_size, oversamp, width, mode, apodize_weights)
+    return make_plan(
+        "nufft_plan", locs, grid_size, oversamp, width, mode, apodize_weights, eps, backend
+    )
 
 
 def nufft(x: jax.Array, plan: NUFFTPlan) -> jax.Array:
@@ -117,6 +151,8 @@ def nufft_adjoint(y: jax.Array, plan: NUFFTPlan) -> jax.Array:
 def nufft_unchecked(x: jax.Array, plan: NUFFTPlan) -> jax.Array:
     """[`nufft`][] without input checks, compiled once per shape and plan settings."""
     ndim = len(plan.grid_size)
+    if plan.backend == "finufft":
+        return finufft_forward_unchecked(x, _cycles(plan), plan.grid_size, plan.eps)
     if plan.mode == "interpolate":
         x = _apodized(x, plan)
     k = centered_fftn(center_pad(x, plan.grid_size, plan.padded_size), ndim)
@@ -129,6 +165,8 @@ def nufft_unchecked(x: jax.Array, plan: NUFFTPlan) -> jax.Array:
 def nufft_adjoint_unchecked(y: jax.Array, plan: NUFFTPlan) -> jax.Array:
     """[`nufft_adjoint`][] without input checks, compiled once per shape and plan settings."""
     ndim = len(plan.grid_size)
+    if plan.backend == "finufft":
+        return finufft_adjoint_unchecked(y, _cycles(plan), plan.grid_size, plan.eps)
     if plan.mode == "sampling":
         k = scatter(y, tuple(jnp.moveaxis(plan.locs, -1, 0)), plan.padded_size)
     else:
@@ -154,6 +192,8 @@ def make_plan(
     width: float,
     mode: str,
     apodize_weights: ArrayLike | None,
+    eps: float | None = None,
+    backend: str | None = None,
 ) -> NUFFTPlan:
     """[`nufft_plan`][] with errors naming `name`."""
     locs = as_array(locs, f"`{name}(locs=...)`")
@@ -166,6 +206,20 @@ def make_plan(
         )
     if mode not in MODES:
         raise ValueError(f"`{name}`: unknown mode {mode!r}; expected one of {MODES}.")
+    backend = _resolve_backend(name, config.nufft_backend if backend is None else backend, mode)
+    if eps is not None:
+        if (oversamp, width) != DEFAULT_SETTINGS:
+            raise ValueError(
+                f"`{name}`: give either eps or (oversamp, width); got eps={eps!r}, "
+                f"oversamp={oversamp!r}, width={width!r}."
+            )
+        if mode == "sampling":
+            raise ValueError(f"`{name}`: eps applies only to mode='interpolate'.")
+        eps = as_number(name, "eps", eps, 0.0)
+        if backend != "finufft":  # finufft chooses its own kernel for eps
+            dtype = jnp.complex128 if locs.dtype == jnp.float64 else jnp.complex64
+            points = math.prod(locs.shape[:-1])
+            oversamp, width = settings_for_eps(name, eps, grid, dtype, points)
     oversamp = as_number(name, "oversamp", oversamp, 1.0)
     width = as_number(name, "width", width, 0.0)
     padded = tuple(int(n * oversamp) for n in grid)
@@ -186,6 +240,10 @@ def make_plan(
         if isinstance(locs, Tracer):
             bad = ~jnp.all(jnp.isfinite(locs))
             prepped = eqx.error_if(prepped, bad, f"`{name}`: locs contain NaN or Inf values.")
+    elif backend == "finufft":
+        eps = (eps or tabulated_error(oversamp, width)) / FINUFFT_MARGIN
+        if apodize_weights is not None:
+            raise ValueError(f"`{name}`: apodize_weights do not apply to backend='finufft'.")
     else:
         apodize = _apodize_weights(name, apodize_weights, grid, padded, width, beta, locs.dtype)
         order = point_order(prepped, padded)
@@ -199,7 +257,36 @@ def make_plan(
         width=width,
         beta=beta,
         mode=mode,
+        backend=backend,
+        eps=eps if backend == "finufft" else None,
     )
+
+
+def _resolve_backend(name: str, backend: str, mode: str) -> str:
+    """`backend` checked, `"auto"` resolved (see [`nufft_plan`][]); sampling mode has no
+    gridding, and always runs in JAX."""
+    if backend not in BACKENDS:
+        raise ValueError(f"`{name}`: unknown backend {backend!r}; expected one of {BACKENDS}.")
+    if backend == "finufft" and not finufft_available():
+        raise ImportError(f"`{name}`: backend='finufft' needs jax-finufft: {INSTALL}.")
+    if mode == "sampling":
+        if backend not in ("auto", "jax"):
+            raise ValueError(f"`{name}`: mode='sampling' runs in JAX; got backend={backend!r}.")
+        return "jax"
+    if backend != "auto":
+        return backend
+    platform = jax.default_backend()
+    if platform == "gpu":
+        return "pallas"
+    return "finufft" if platform == "cpu" and finufft_available() else "jax"
+
+
+def _cycles(plan: NUFFTPlan) -> jax.Array:
+    """The plan's points in cycles per field of view (from padded-grid units)."""
+    ndim = len(plan.grid_size)
+    n = jnp.asarray(plan.grid_size, plan.locs.dtype).reshape((1,) * (plan.locs.ndim - 1) + (ndim,))
+    npad = jnp.asarray(plan.padded_size, plan.locs.dtype).reshape(n.shape)
+    return (plan.locs - npad // 2) * (n / npad)
 
 
 @functools.partial(jax.jit, static_argnums=(1, 2, 3))
@@ -258,7 +345,8 @@ def _ungrid(k: jax.Array, plan: NUFFTPlan) -> jax.Array:
     ndim = len(plan.grid_size)
     batch, points = k.shape[: k.ndim - ndim], plan.locs.shape[:-1]
     flat, locs = _flat(k.reshape((-1,) + plan.padded_size), plan.locs)
-    out = interp_points(flat, locs, plan.order, plan.width, plan.beta)
+    kernel = "pallas" if plan.backend == "pallas" else "xla"
+    out = interp_points(flat, locs, plan.order, plan.width, plan.beta, kernel)
     return out.reshape(batch + points)
 
 
@@ -268,7 +356,8 @@ def _grid(y: jax.Array, plan: NUFFTPlan) -> jax.Array:
     points = plan.locs.shape[:-1]
     batch = y.shape[: y.ndim - len(points)]
     flat, locs = _flat(y.reshape((-1, math.prod(points))), plan.locs)
-    out = spread_points(flat, locs, plan.order, plan.padded_size, plan.width, plan.beta)
+    kernel = "pallas" if plan.backend == "pallas" else "xla"
+    out = spread_points(flat, locs, plan.order, plan.padded_size, plan.width, plan.beta, kernel)
     return out.reshape(batch + plan.padded_size)
 
 

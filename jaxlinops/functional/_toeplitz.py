@@ -10,6 +10,7 @@ orthonormal FFTs $F$ and $K$ the unnormalised centered DFT of $h$.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 
@@ -59,6 +60,8 @@ def toeplitz_kernel(weights: jax.Array, plan: NUFFTPlan, oversamp: float) -> jax
     npad = jnp.asarray(plan.padded_size, plan.locs.dtype).reshape(lead + (ndim,))
     ratio = jnp.asarray(size, plan.locs.dtype).reshape(lead + (ndim,)) / npad
     locs = (plan.locs - npad // 2) * ratio  # padded-grid units -> cycles per embedded FOV
-    embedded = make_plan("NUFFT.normal", locs, size, plan.oversamp, plan.width, "interpolate", None)
+    settings = (plan.oversamp, plan.width, "interpolate", None, None, plan.backend)
+    embedded = make_plan("NUFFT.normal", locs, size, *settings)
+    embedded = dataclasses.replace(embedded, eps=plan.eps)  # finufft's tolerance, if any
     h = nufft_adjoint_unchecked(weights, embedded)
     return centered_fftn(h, ndim) * (math.prod(size) / math.prod(plan.grid_size))

@@ -79,6 +79,8 @@ class NUFFT(NamedLinop):
         apodize_weights=None,
         toeplitz: bool = False,
         toeplitz_oversamp: float = 2.0,
+        eps: float | None = None,
+        backend: str | None = None,
     ):
         """**Arguments:**
 
@@ -101,8 +103,15 @@ class NUFFT(NamedLinop):
         - `toeplitz`: make the normal the Toeplitz-embedded convolution (see above).
         - `toeplitz_oversamp`: the embedding factor of that normal (at least about 2, so
           that the grid holds $2N - 1$ points per axis).
+        - `eps`: the relative error wanted, instead of `oversamp` and `width` (chosen from
+          a measured table; see [`jaxlinops.functional.nufft_plan`][]).
+        - `backend`: `"auto"`, `"jax"`, `"pallas"` or `"finufft"`, or None for
+          `jaxlinops.config.nufft_backend` (default `"auto"`); see
+          [`jaxlinops.functional.nufft_plan`][]. The resolved one is `plan.backend`.
         """
-        self.plan = make_plan("NUFFT", locs, grid_size, oversamp, width, mode, apodize_weights)
+        self.plan = make_plan(
+            "NUFFT", locs, grid_size, oversamp, width, mode, apodize_weights, eps, backend
+        )
         ndim = len(self.plan.grid_size)
         defaults = ndim <= len(GRID_DIMS)
         self.output_shape = as_dims(output_shape)
@@ -144,6 +153,12 @@ class NUFFT(NamedLinop):
     @property
     def mode(self) -> str:
         return self.plan.mode
+
+    def __repr__(self) -> str:
+        """The operator's dims, with the backend that grids (and finufft's tolerance)."""
+        plan = self.plan
+        extra = "" if plan.eps is None else f", eps={plan.eps:g}"
+        return f"{super().__repr__()} [{plan.mode}, backend={plan.backend}{extra}]"
 
     def size(self, dim: str) -> int | None:
         layouts = (self.output_shape, self.plan.locs.shape), (self.input_shape, self.plan.grid_size)
