@@ -52,7 +52,7 @@ def sense(coils: int, n: int, points: int, seed: int = 0):
     rng = np.random.default_rng(seed)
     maps = rng.standard_normal((coils, n, n)) + 1j * rng.standard_normal((coils, n, n))
     locs = rng.uniform(-n / 2, n / 2, (points, 2)).astype(np.float32)
-    F = jl.NUFFT(locs, (n, n), "R", batch_shape="C", oversamp=1.25, width=4.0)
+    F = jl.NUFFT(locs, (n, n), "R", batch_shape="C", oversamp=1.25, width=4.0, backend="jax")
     return F @ jl.Dense(jnp.asarray(maps, jnp.complex64), "C Nx Ny", "Nx Ny", "C Nx Ny")
 
 

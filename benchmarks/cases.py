@@ -34,6 +34,14 @@ from harness import Impl, jax_impl, numpy_impl, torch_impl
 import jaxlinops as jl
 from jaxlinops.demo import radial_trajectory, ramp_dcf
 
+
+def nufft_backend() -> str:
+    """torchlinops' kernel on every platform, so that the peers compute the same operator
+    (jaxlinops' finufft backend, with its own kernel, is compared in bench_nufft_peers.py).
+    A function: the suite sets JAX's device count before any backend starts."""
+    return "pallas" if jax.default_backend() == "gpu" else "jax"
+
+
 C64 = 8  # bytes per complex64
 OVERSAMP, WIDTH = 1.25, 4.0
 INTERP_BETA = 1.0
@@ -157,7 +165,7 @@ def nufft_case(grid, npts: int, adjoint: bool, finufft_eps: float) -> Case:
 
     def build(rng, peers: Peers):
         locs = interior_locs(rng, npts, grid, WIDTH) - np.asarray(grid, np.float32) / 2
-        op = jl.NUFFT(locs, grid, ("K",), oversamp=OVERSAMP, width=WIDTH)
+        op = jl.NUFFT(locs, grid, ("K",), oversamp=OVERSAMP, width=WIDTH, backend=nufft_backend())
         impls = {"jaxlinops": jax_impl(_apply, op.H if adjoint else op)}
         if peers.torchlinops is not None:
             tl = peers.torchlinops
@@ -305,7 +313,15 @@ def noncartesian_sense(rng, peers: Peers, toeplitz: bool, problem: dict):
     nufft = dict(oversamp=problem["oversamp"], width=problem["width"])
     ops = {
         "jaxlinops": jl.Diagonal(weight[None], "C S R", broadcast_dims="C")
-        @ jl.NUFFT(locs, (n, n), "S R", batch_shape="C", toeplitz=toeplitz, **nufft)
+        @ jl.NUFFT(
+            locs,
+            (n, n),
+            "S R",
+            batch_shape="C",
+            toeplitz=toeplitz,
+            backend=nufft_backend(),
+            **nufft,
+        )
         @ S["jaxlinops"]
     }
     if peers.torchlinops is not None:

@@ -106,7 +106,7 @@ def measure(cases, oversamps, max_width, seeds, single) -> dict:
             locs, x, y, fwd, adj = problem(seed, grid, npoints, single)
             for oversamp in oversamps:
                 for width in range(smallest_width(oversamp), max_width + 1):
-                    plan = F.nufft_plan(locs, grid, oversamp, float(width))
+                    plan = F.nufft_plan(locs, grid, oversamp, float(width), backend="jax")
                     err = max(
                         rel_l2(F.nufft(jnp.asarray(x), plan), fwd),
                         rel_l2(F.nufft_adjoint(jnp.asarray(y), plan), adj),

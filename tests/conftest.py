@@ -18,3 +18,12 @@ import pytest  # noqa: E402
 def getkey():
     """A fresh PRNG key each call, from a fixed seed per test."""
     return helpers.KeyGen(0)
+
+
+@pytest.fixture
+def jax_nufft_backend(monkeypatch):
+    """NUFFTs built without a backend use the pure-JAX pipeline (tests that check that
+    pipeline itself; `auto` picks finufft where it is installed)."""
+    import jaxlinops
+
+    monkeypatch.setattr(jaxlinops.config, "nufft_backend", "jax")

@@ -61,9 +61,16 @@ def test_interop_overhead_script_runs():
 
 
 def test_nufft_peers_script_runs():
-    """The peers (jax-finufft, nufftax) are benchmark extras: absent here, their rows are
-    skipped with a notice and jaxlinops' rows still print."""
+    """The peers are extras (jax-finufft is a test extra, nufftax a bench extra): an absent
+    one's rows are skipped with a notice, and jaxlinops' rows always print."""
     command = [sys.executable, str(BENCHMARKS / "bench_nufft_peers.py"), "--quick"]
     done = subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert "| 2D 256x256, 65536 pts, adj | jaxlinops | oversamp 1.25, width 4 |" in done.stdout
+    assert "| 2D 256x256, 65536 pts, adj | jaxlinops | defaults: os 1.25, w 4 |" in done.stdout
+
+
+def test_gridding_variants_script_runs():
+    command = [sys.executable, str(BENCHMARKS / "bench_gridding_variants.py"), "--quick"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "| 20x20x20, 2048 pts | flat indices |" in done.stdout

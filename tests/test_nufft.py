@@ -19,12 +19,8 @@ CASES = {"2d": ((16, 16), 200), "3d": ((8, 8, 8), 150)}
 # (oversamp, width) -> the relative L2 error bound against the exact DFT
 ACCURACY = {(1.25, 4.0): 1e-2, (2.0, 6.0): 1e-5}
 
-
-@pytest.fixture(autouse=True)
-def jax_backend(monkeypatch):
-    """These tests pin the pure-JAX pipeline (finufft, when installed, is tested in
-    `test_nufft_finufft.py` and by the backend-agnostic tests)."""
-    monkeypatch.setattr(jl.config, "nufft_backend", "jax")
+# these tests pin the pure-JAX pipeline (with finufft installed, "auto" would pick it)
+pytestmark = pytest.mark.usefixtures("jax_nufft_backend")
 
 
 def dft_matrix(locs, grid):

@@ -30,7 +30,7 @@ def nufft_errors(grid, npoints, oversamp, width, dtype, seed):
     rng = np.random.default_rng(seed + 100)
     x = (rng.standard_normal(grid) + 1j * rng.standard_normal(grid)).astype(dtype)
     y = (rng.standard_normal(npoints) + 1j * rng.standard_normal(npoints)).astype(dtype)
-    plan = F.nufft_plan(locs, grid, oversamp, width)
+    plan = F.nufft_plan(locs, grid, oversamp, width, backend="jax")
     E = dft_matrix(locs, grid)
     forward = rel_err(F.nufft(x, plan), E @ x.ravel().astype(complex))
     adjoint = rel_err(F.nufft_adjoint(y, plan), E.conj().T @ y.astype(complex))

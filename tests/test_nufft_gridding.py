@@ -17,12 +17,8 @@ from jaxlinops.functional._nufft_gridding import kernel_polynomials, nufft_windo
 F = jl.functional
 SETTINGS = [(1.25, 4.0), (2.0, 6.0), (1.5, 4.5), (2.0, 3.0), (2.0, 12.0), (1.25, 16.0)]
 
-
-@pytest.fixture(autouse=True)
-def jax_backend(monkeypatch):
-    """These tests pin the pure-JAX pipeline (finufft, when installed, is tested in
-    `test_nufft_finufft.py` and by the backend-agnostic tests)."""
-    monkeypatch.setattr(jl.config, "nufft_backend", "jax")
+# these tests pin the pure-JAX pipeline (with finufft installed, "auto" would pick it)
+pytestmark = pytest.mark.usefixtures("jax_nufft_backend")
 
 
 def beta(oversamp, width):

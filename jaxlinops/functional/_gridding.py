@@ -13,6 +13,7 @@ keeps its window updates in cache.
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
@@ -207,13 +208,22 @@ def _chunks(arrays, size: int):
 
 def _pad(vals: jax.Array, sizes: tuple[int, ...], pad_mode: str) -> jax.Array:
     """Pad the last `D` axes: `L - 1` wrapped entries at the end (circular) or `L` zeros on
-    both sides (zero); none when every window lies inside the grid (inside)."""
+    both sides (zero); none when every window lies inside the grid (inside). Written as
+    in-place updates of a zero array: XLA's `pad` and `concatenate` assemble each row of
+    a wrapped grid from two sources and ran 2-3x slower (measured at 160^3)."""
     if pad_mode == "inside":
         return vals
-    if pad_mode == "circular":
-        widths = [(0, s - 1) for s in sizes]
-        return jnp.pad(vals, [(0, 0)] * (vals.ndim - len(sizes)) + widths, mode="wrap")
-    return jnp.pad(vals, [(0, 0)] * (vals.ndim - len(sizes)) + [(s, s) for s in sizes])
+    lead, grid = vals.ndim - len(sizes), vals.shape[vals.ndim - len(sizes) :]
+    if pad_mode == "zero":
+        shape = vals.shape[:lead] + tuple(n + 2 * s for n, s in zip(grid, sizes))
+        return lax.dynamic_update_slice(jnp.zeros(shape, vals.dtype), vals, (0,) * lead + sizes)
+    out = jnp.zeros(vals.shape[:lead] + tuple(n + s - 1 for n, s in zip(grid, sizes)), vals.dtype)
+    out = lax.dynamic_update_slice(out, vals, (0,) * out.ndim)
+    for corner in _corners(sizes):  # the wrapped copies of the grid's first entries
+        part = lax.slice(vals, (0,) * vals.ndim, _corner_shape(vals.shape, lead, sizes, corner))
+        start = (0,) * lead + tuple(n if c else 0 for n, c in zip(grid, corner))
+        out = lax.dynamic_update_slice(out, part, start)
+    return out
 
 
 def _unpad(padded: jax.Array, grid, sizes: tuple[int, ...], pad_mode: str) -> jax.Array:
@@ -221,16 +231,29 @@ def _unpad(padded: jax.Array, grid, sizes: tuple[int, ...], pad_mode: str) -> ja
     if pad_mode == "inside":
         return padded
     lead = padded.ndim - len(grid)
-    for d, (n, s) in enumerate(zip(grid, sizes)):
-        axis = lead + d
-        if pad_mode == "zero":
-            padded = lax.slice_in_dim(padded, s, s + n, axis=axis)
-            continue
-        tail = lax.slice_in_dim(padded, n, n + s - 1, axis=axis)
-        widths = [(0, 0)] * padded.ndim
-        widths[axis] = (0, n - s + 1)
-        padded = lax.slice_in_dim(padded, 0, n, axis=axis) + jnp.pad(tail, widths)
-    return padded
+    if pad_mode == "zero":
+        return lax.slice(padded, (0,) * lead + sizes, padded.shape[:lead] + tuple(
+            n + s for n, s in zip(grid, sizes)))  # fmt: skip
+    out = lax.slice(padded, (0,) * padded.ndim, padded.shape[:lead] + tuple(grid))
+    for corner in _corners(sizes):
+        start = (0,) * lead + tuple(n if c else 0 for n, c in zip(grid, corner))
+        shape = _corner_shape(out.shape, lead, sizes, corner)
+        tail = lax.slice(padded, start, tuple(a + b for a, b in zip(start, shape)))
+        head = lax.slice(out, (0,) * out.ndim, shape)
+        out = lax.dynamic_update_slice(out, head + tail, (0,) * out.ndim)
+    return out
+
+
+def _corners(sizes: tuple[int, ...]) -> list[tuple[int, ...]]:
+    """The non-empty sets of axes a wrapped window can cross (`L_d > 1`), as 0/1 flags."""
+    return [c for c in itertools.product((0, 1), repeat=len(sizes))
+            if any(c) and all(s > 1 or not f for s, f in zip(sizes, c))]  # fmt: skip
+
+
+def _corner_shape(shape, lead: int, sizes: tuple[int, ...], corner) -> tuple[int, ...]:
+    """The grid's shape with `L_d - 1` on the axes of `corner`."""
+    tail = shape[lead:]
+    return tuple(shape[:lead]) + tuple(s - 1 if c else n for n, s, c in zip(tail, sizes, corner))
 
 
 def _safe_sqrt(x: jax.Array) -> jax.Array:

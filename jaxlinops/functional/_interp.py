@@ -135,7 +135,9 @@ def ungrid(
     vals, locs = _promoted(vals, locs)
     if order is not None:
         locs = locs[order]
-    nbhd = neighbourhoods(locs, grid, settings)
+    # the barrier keeps XLA from evaluating the kernel again inside the gather, once per
+    # window entry
+    nbhd = jax.lax.optimization_barrier(neighbourhoods(locs, grid, settings))
     out = gather_windows(vals.reshape((math.prod(batch),) + grid), nbhd, settings.pad_mode)
     if order is not None:
         out = jnp.zeros_like(out).at[:, order].set(out, unique_indices=True)

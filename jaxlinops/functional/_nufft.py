@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import logging
 import math
 from collections.abc import Sequence
 
@@ -29,6 +30,7 @@ from ._index import gather, scatter
 from ._kernels import as_number, check_locs
 from ._nufft_gridding import interp_points, spread_points
 
+logger = logging.getLogger("jaxlinops")
 DEFAULT_SETTINGS = (1.25, 4.0)  # torchlinops' (oversamp, width)
 FINUFFT_MARGIN = 3.0  # finufft's error reaches 2.5 times its tolerance (measured, 6 seeds)
 from ._pad import _check_trailing, center_crop, center_pad
@@ -206,7 +208,8 @@ def make_plan(
         )
     if mode not in MODES:
         raise ValueError(f"`{name}`: unknown mode {mode!r}; expected one of {MODES}.")
-    backend = _resolve_backend(name, config.nufft_backend if backend is None else backend, mode)
+    backend = config.nufft_backend if backend is None else backend
+    backend = _resolve_backend(name, backend, mode, apodize_weights is not None)
     if eps is not None:
         if (oversamp, width) != DEFAULT_SETTINGS:
             raise ValueError(
@@ -216,6 +219,8 @@ def make_plan(
         if mode == "sampling":
             raise ValueError(f"`{name}`: eps applies only to mode='interpolate'.")
         eps = as_number(name, "eps", eps, 0.0)
+        if not 0 < eps < 1:
+            raise ValueError(f"`{name}`: eps must be in (0, 1); got eps={eps!r}.")
         if backend != "finufft":  # finufft chooses its own kernel for eps
             dtype = jnp.complex128 if locs.dtype == jnp.float64 else jnp.complex64
             points = math.prod(locs.shape[:-1])
@@ -262,9 +267,10 @@ def make_plan(
     )
 
 
-def _resolve_backend(name: str, backend: str, mode: str) -> str:
+def _resolve_backend(name: str, backend: str, mode: str, apodized: bool) -> str:
     """`backend` checked, `"auto"` resolved (see [`nufft_plan`][]); sampling mode has no
-    gridding, and always runs in JAX."""
+    gridding, and always runs in JAX. finufft cannot take given apodization weights: then
+    `"auto"` stays with JAX, and says so in a log line."""
     if backend not in BACKENDS:
         raise ValueError(f"`{name}`: unknown backend {backend!r}; expected one of {BACKENDS}.")
     if backend == "finufft" and not finufft_available():
@@ -278,7 +284,12 @@ def _resolve_backend(name: str, backend: str, mode: str) -> str:
     platform = jax.default_backend()
     if platform == "gpu":
         return "pallas"
-    return "finufft" if platform == "cpu" and finufft_available() else "jax"
+    if platform != "cpu" or not finufft_available():
+        return "jax"
+    if apodized:
+        logger.info("`%s`: backend 'auto' uses JAX, not finufft: apodize_weights are given", name)
+        return "jax"
+    return "finufft"
 
 
 def _cycles(plan: NUFFTPlan) -> jax.Array:

@@ -46,6 +46,41 @@ def sampling(i, v):
 
 CASES = [
     # ------------------------------------------------------------------ NUFFT
+    Raises("gridding-nufft-eps-zero", nufft(eps=0.0), ValueError, r"`NUFFT`: eps must be in"),
+    Raises("gridding-nufft-eps-one", nufft(eps=1.0), ValueError, r"`NUFFT`: eps must be in"),
+    Raises("gridding-nufft-eps-nan", nufft(eps=float("nan")), ValueError, r"`NUFFT`: eps must"),
+    Raises("gridding-nufft-eps-string", nufft(eps="1e-3"), TypeError, r"`NUFFT`: eps must be"),
+    Raises(
+        "gridding-nufft-eps-and-width",
+        nufft(eps=1e-3, width=6.0),
+        ValueError,
+        r"`NUFFT`: give either eps or \(oversamp, width\)",
+    ),
+    Raises(
+        "gridding-nufft-eps-below-single-precision",
+        nufft(locs=LOCS.astype(np.float32), eps=1e-7, backend="jax"),
+        ValueError,
+        r"`NUFFT`: eps=1e-07 is below what complex64 delivers",
+    ),
+    Raises(
+        "gridding-nufft-eps-sampling",
+        nufft(eps=1e-3, mode="sampling"),
+        ValueError,
+        r"`NUFFT`: eps applies only to mode='interpolate'",
+    ),
+    Raises("gridding-nufft-backend", nufft(backend="gpu"), ValueError, r"`NUFFT`: unknown backend"),
+    Raises(
+        "gridding-nufft-backend-sampling",
+        nufft(mode="sampling", backend="pallas"),
+        ValueError,
+        r"`NUFFT`: mode='sampling' runs in JAX; got backend='pallas'",
+    ),
+    Raises(
+        "gridding-nufft-plan-backend",
+        lambda: F.nufft_plan(LOCS, (8, 8), backend=3),
+        ValueError,
+        r"`nufft_plan`: unknown backend 3",
+    ),
     Raises("gridding-nufft-nan-locs", nufft(locs=NAN_LOCS), ValueError, r"`NUFFT`: locs .*NaN"),
     Raises(
         "gridding-nufft-complex-locs", nufft(locs=LOCS + 0j), TypeError, r"`NUFFT`: locs .*real"
