@@ -54,11 +54,11 @@ def test_chosen_plan_meets_eps(case, eps, dtype):
 
 def test_single_precision_floor_is_met():
     """On 1D N = 200 complex64 rounding dominates: the smallest eps complex64 is allowed
-    (2 (4e-7 + 1.3 * 2^-24 * 200) = 3.2e-5) is met; anything below is refused."""
-    settings = settings_for_eps("NUFFT", 3.2e-5, (200,), np.complex64)
+    (2 (3e-14 + 1.3 * 2^-24 * 200) = 3.1e-5) is met; anything below is refused."""
+    settings = settings_for_eps("NUFFT", 3.1e-5, (200,), np.complex64)
     for seed in (0, 1):
-        assert max(nufft_errors((200,), 400, *settings, np.complex64, seed)) <= 3.2e-5
-    with pytest.raises(ValueError, match=r"complex64 .* smallest supported eps is 3.2e-05"):
+        assert max(nufft_errors((200,), 400, *settings, np.complex64, seed)) <= 3.1e-5
+    with pytest.raises(ValueError, match=r"complex64 .* smallest supported eps is 3.1e-05"):
         settings_for_eps("NUFFT", 3e-5, (200,), np.complex64)
 
 
@@ -69,7 +69,7 @@ def test_tiny_grid_gets_a_width_that_fits_and_meets_eps():
     assert max(nufft_errors((4,), 50, 2.0, 6.0, np.complex128, 0)) <= 1e-4
 
 
-# Derived by hand from the table (margin 2, floor 4e-7, cost w^D + 4 os^D, ties to the
+# Derived by hand from the table (margin 2, floor 3e-14, cost w^D + 4 os^D, ties to the
 # smaller os), e.g. 2D 1e-2 needs a tabulated error <= 5e-3: (1.25, 5) 2.12e-3 costs 31.25,
 # (1.5, 4) 2.75e-3 costs 25, (2, 4) 7.83e-4 costs 32.
 EXPECTED = {
@@ -79,13 +79,14 @@ EXPECTED = {
     ((16, 16), 1e-3, "complex128"): (1.5, 5.0),  # 4.16e-4; (2, 5) 41, (1.25, 6) 42.25
     ((200,), 1e-4, "complex128"): (1.25, 8.0),  # 2.43e-5: 8 + 5 ties (1.5, 7) 7 + 6
     ((8, 8, 8), 1e-4, "complex128"): (2.0, 6.0),  # 8.42e-6: 216 + 32 < 343 + 13.5 (1.5, 7)
-    ((200,), 1e-6, "complex128"): (1.5, 9.0),  # floor 4e-7: 9 + 6 < 11 + 5 (1.25), 8 + 8 (2)
+    ((200,), 1e-6, "complex128"): (1.5, 9.0),  # 2.42e-7: 9 + 6 < 11 + 5 (1.25), 8 + 8 (2)
     ((16, 16), 1e-6, "complex128"): (2.0, 8.0),  # 64 + 16 < 81 + 9 (1.5, 9)
     ((8, 8, 8), 1e-6, "complex128"): (2.0, 8.0),
     # complex64 on N = 1024 adds 2 * 1.3 * 2^-24 * 1024 = 1.59e-4, leaving 7.1e-5 for the
     # table: (1.25, 7) at 1.02e-4 no longer qualifies, (1.5, 6) at 6.01e-5 does (6 + 6 = 12)
     ((1024,), 3e-4, "complex128"): (1.25, 7.0),  # 7 + 5 ties (1.5, 6) 6 + 6
     ((1024,), 3e-4, "complex64"): (1.5, 6.0),
+    ((16, 16), 1e-10, "complex128"): (2.0, 12.0),  # 1.13e-11; (1.5, 14) 3.2e-11 costs 205
 }
 
 
@@ -99,7 +100,7 @@ def test_choice_is_the_hand_derived_cheapest(key):
 @pytest.mark.parametrize("ndim", [1, 2, 3])
 def test_choice_qualifies_and_is_the_narrowest_at_its_oversamp(ndim, dtype):
     """At every eps where a setting starts to qualify (and just below): the predicted error
-    of the choice (twice max(table, 4e-7) plus complex64's rounding 2 * 1.3 * 2^-24 * |N|)
+    of the choice (twice max(table, 3e-14) plus complex64's rounding 2 * 1.3 * 2^-24 * |N|)
     meets eps and that of the next narrower width at the same oversamp does not (a plan one
     step too cheap fails the first check, one too expensive the second); oversamp 1.25 is
     never chosen above width 9, past which single precision loses accuracy there (the
@@ -108,7 +109,7 @@ def test_choice_qualifies_and_is_the_narrowest_at_its_oversamp(ndim, dtype):
     rounding = 2 * 1.3 * 2.0**-24 * math.hypot(*grid) if dtype == "complex64" else 0.0
 
     def predicted(oversamp, width):
-        return 2 * max(ERRORS[oversamp][width - FIRST_WIDTH], 4e-7) + rounding
+        return 2 * max(ERRORS[oversamp][width - FIRST_WIDTH], 3e-14) + rounding
 
     thresholds = {predicted(o, w) for o in ERRORS for w in range(FIRST_WIDTH, 17)}
     ladder = sorted({t * f for t in thresholds for f in (1 - 1e-6, 1 + 1e-6)})
@@ -149,10 +150,10 @@ def test_benchmark_quick_runs():
         (1.0, (8,), "complex128", ValueError, r"NUFFT.*eps must be in \(0, 1\); got eps=1.0"),
         (-1e-3, (8,), "complex128", ValueError, r"NUFFT.*eps must be a finite number"),
         (math.nan, (8,), "complex128", ValueError, r"NUFFT.*eps must be a finite number"),
-        (1e-7, (8,), "complex128", ValueError,
-         r"NUFFT.*eps=1e-07 is below what complex128 .*smallest supported eps is 8.1e-07"),
+        (1e-14, (8,), "complex128", ValueError,
+         r"NUFFT.*eps=1e-14 is below what complex128 .*smallest supported eps is 6.3e-14"),
         (1e-6, (8, 8), "complex64", ValueError,
-         r"NUFFT.*eps=1e-06 is below what complex64 .*smallest supported eps is 2.6e-06"),
+         r"NUFFT.*eps=1e-06 is below what complex64 .*smallest supported eps is 1.8e-06"),
         (1e-2, (8,), "bfloat16", ValueError, r"NUFFT.*dtypes .* got dtype bfloat16"),
         (1e-2, (8,), "int32", ValueError, r"NUFFT.*dtypes .* got dtype int32"),
         (1e-2, (8,), None, TypeError, r"NUFFT.*dtype must be a dtype; got None"),

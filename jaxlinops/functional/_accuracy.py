@@ -11,12 +11,12 @@ four cases. The error grows with the dimension about as $\sqrt{D}$ (at oversamp 
 width 4: 5.0e-3 in 1D, 7.4e-3 in 2D, 9.3e-3 in 3D), so the worst is the 3D one almost
 everywhere; it is measured for $D \le 3$ only, and [`settings_for_eps`][] refuses more.
 
-**Floors.** In double precision the error stops falling near `KERNEL_FLOOR` (1e-7 to 4e-7
-from width 12 at oversamp 1.25, 9 at 1.5, 8 at 2): the kernel's $I_0$ is the
-Abramowitz–Stegun polynomial, of relative error below 2e-7. Past it the measured errors go
-up and down by luck (2.1e-8 at oversamp 2, width 13), so the table is read as
-`max(ERRORS, KERNEL_FLOOR)`. In single precision the points are rounded in padded-grid units
-$[0, N_{pad})$, which adds an error of about `ROUNDING` $\cdot u \cdot |N|$ ($u$ the unit
+**Floors.** The kernel's window weights are polynomials fitted to the exact Bessel function
+(`_nufft_gridding`), so in double precision the error falls to about 3e-14 (oversamp 2,
+width 15: double precision's own rounding) and 1e-11 at oversamp 1.5; at oversamp 1.25
+the apodization's range (below) stops it near 2e-9. `KERNEL_FLOOR` is the smallest error
+measured; the table is read as `max(ERRORS, KERNEL_FLOOR)`. In single precision the points
+are rounded in padded-grid units $[0, N_{pad})$, which adds an error of about `ROUNDING` $\cdot u \cdot |N|$ ($u$ the unit
 roundoff, $|N| = \sqrt{\sum_d N_d^2}$): measured 5.9e-8 to 7.5e-8 times $|N|$ in complex64 on
 1D 64, 200, 1024 and 2D 64² (the benchmark), 2D 128² and 3D 16³, 32³ (a separate run;
 $u$ = 6.0e-8), so complex64 floors at about 4e-6 on $N = 64$ and 6e-5 on $N = 1024$,
@@ -60,14 +60,14 @@ from ._kernels import as_number
 FIRST_WIDTH = 2  # the smallest integer width with a real beta at every tabulated oversamp
 # oversamp -> the measured relative error (see above) at widths FIRST_WIDTH, ..., 16
 ERRORS: dict[float, tuple[float, ...]] = {
-    1.25: (2.34e-1, 4.21e-2, 9.33e-3, 2.12e-3, 4.40e-4, 1.02e-4, 2.43e-5, 6.97e-6,
-           1.70e-6, 4.78e-7, 2.60e-7, 1.89e-7, 1.19e-7, 7.76e-8, 1.35e-7),
-    1.5: (1.44e-1, 1.86e-2, 2.75e-3, 4.16e-4, 6.01e-5, 8.86e-6, 1.36e-6, 3.15e-7,
-          2.55e-7, 2.48e-7, 2.00e-7, 1.20e-7, 3.83e-8, 1.07e-7, 2.19e-7),
-    2.0: (7.81e-2, 7.63e-3, 7.83e-4, 8.33e-5, 8.42e-6, 8.07e-7, 1.84e-7, 2.43e-7,
-          2.46e-7, 1.92e-7, 1.01e-7, 2.08e-8, 1.40e-7, 2.66e-7, 3.88e-7),
+    1.25: (2.34e-01, 4.21e-02, 9.33e-03, 2.12e-03, 4.40e-04, 1.02e-04, 2.43e-05, 6.97e-06,
+           1.68e-06, 4.04e-07, 1.07e-07, 2.86e-08, 7.25e-09, 2.25e-09, 3.52e-09),
+    1.5: (1.44e-01, 1.86e-02, 2.75e-03, 4.16e-04, 6.01e-05, 8.86e-06, 1.36e-06, 2.42e-07,
+           4.22e-08, 6.17e-09, 1.00e-09, 1.82e-10, 3.20e-11, 1.42e-11, 1.31e-11),
+    2.0: (7.81e-02, 7.63e-03, 7.83e-04, 8.33e-05, 8.42e-06, 8.07e-07, 8.39e-08, 8.66e-09,
+           1.04e-09, 1.21e-10, 1.13e-11, 1.09e-12, 1.41e-13, 2.97e-14, 2.90e-14),
 }  # fmt: skip
-KERNEL_FLOOR = 4e-7  # the largest measured error past the I0 polynomial's floor (3.88e-7)
+KERNEL_FLOOR = 3e-14  # double precision: the smallest error measured (oversamp 2, width 15)
 ROUNDING = 1.3  # single-precision point rounding: error <= ROUNDING * u * |N| (measured 1.26)
 MARGIN = 2.0
 FFT_WEIGHT = 4.0
