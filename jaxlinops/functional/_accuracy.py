@@ -16,15 +16,15 @@ everywhere; it is measured for $D \le 3$ only, and [`settings_for_eps`][] refuse
 width 15: double precision's own rounding) and 1e-11 at oversamp 1.5; at oversamp 1.25
 the apodization's range (below) stops it near 2e-9. `KERNEL_FLOOR` is the smallest error
 measured; the table is read as `max(ERRORS, KERNEL_FLOOR)`. In single precision the points
-are rounded in padded-grid units $[0, N_{pad})$, which adds an error of about `ROUNDING` $\cdot u \cdot |N|$ ($u$ the unit
-roundoff, $|N| = \sqrt{\sum_d N_d^2}$): measured 5.9e-8 to 7.5e-8 times $|N|$ in complex64 on
-1D 64, 200, 1024 and 2D 64² (the benchmark), 2D 128² and 3D 16³, 32³ (a separate run;
-$u$ = 6.0e-8), so complex64 floors at about 4e-6 on $N = 64$ and 6e-5 on $N = 1024$,
-never 1e-6. (At oversamp 1.25 and widths above 9,
-the apodization's range, about $e^{0.48 w}$ from the centre to the edge of the image,
-amplifies single-precision rounding further, up to 8.8e-5 at width 15 on $N = 64$; the
-cost rule below never picks oversamp 1.25 above width 9: (1.5, 8) is cheaper and more
-accurate than (1.25, 10), (1.5, 9) than (1.25, 11) and wider.)
+are rounded in padded-grid units $[0, N_{pad})$, which adds an error of about
+`ROUNDING` $\cdot u \cdot |N|$ ($u$ the unit roundoff, $|N| = \sqrt{\sum_d N_d^2}$):
+measured 5.9e-8 to 7.5e-8 times $|N|$ in complex64 on 1D 64, 200, 1024 and 2D 64² (the
+benchmark), 2D 128² and 3D 16³, 32³ (a separate run; $u$ = 6.0e-8), so complex64 floors
+at about 4e-6 on $N = 64$ and 6e-5 on $N = 1024$, never 1e-6. (At oversamp 1.25 and
+widths above 9, the apodization's range, about $e^{0.48 w}$ from the centre to the edge
+of the image, amplifies single-precision rounding further, up to 8.8e-5 at width 15 on
+$N = 64$; the cost rule below never picks oversamp 1.25 above width 9: (1.5, 8) is
+cheaper and more accurate than (1.25, 10), (1.5, 9) than (1.25, 11) and wider.)
 
 **Safety margin.** A setting qualifies for `eps` when `MARGIN` times its predicted error,
 `max(ERRORS, KERNEL_FLOOR) + ROUNDING * u * |N|`, is at most `eps`. The margin of 2 covers
