@@ -120,7 +120,9 @@ def jaxlinops_impl(locs, grid, adjoint, options) -> tuple[Impl, str, dict]:
     shape = (len(locs),) if adjoint else grid
     stats = impl.compile(np.zeros(shape, np.complex64))
     memory = dict(
-        plan_bytes_per_point=plan_bytes / len(locs), temp_mib=stats["temporaries"] / 2**20
+        plan_bytes_per_point=plan_bytes / len(locs),
+        temp_mib=stats["temporaries"] / 2**20,
+        tolerance=plan.eps,
     )
     return impl, settings, memory
 
