@@ -15,7 +15,8 @@ and adjoint (points -> image). Rows:
   rows' ("= jl ..."), and nufftax (its default upsampfac 2) likewise;
 - when jax-finufft is installed: jaxlinops with `backend="auto"` (which is then finufft) at
   eps 1e-2, 1e-4, 1e-6 against raw jax-finufft at the tolerance the operator passes it
-  (eps / 3, "= jl auto ..."): what the operator adds.
+  (eps / 3, "= jl auto ..."), the two timed in turns on the same inputs: what the operator
+  adds.
 
 Run it with `GLIBC_TUNABLES=glibc.malloc.hugetlb=1` as well as without: glibc serves every
 allocation above 32 MiB by a fresh `mmap`, so each call of any library page-faults its
@@ -54,7 +55,16 @@ except ImportError:  # run from a checkout without installing it
 
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
-from harness import QUICK, Budget, Impl, jax_impl, random_input, rel_l2, time_impl  # noqa: E402
+from harness import (  # noqa: E402
+    QUICK,
+    Budget,
+    Impl,
+    jax_impl,
+    random_input,
+    rel_l2,
+    time_impl,
+    time_pair,
+)
 
 CASES = (((256, 256), 65536), ((64,) * 3, 32768), ((128,) * 3, 262144))
 FIXED_EPS = (1e-2, 1e-4, 1e-6)
@@ -198,8 +208,8 @@ def run_direction(rng, locs, grid, adjoint, peers, budget) -> list[dict]:
     )
     rows = []
 
-    def add(library, settings, impl, error, reference_ms=None, memory=None):
-        timing = time_impl(impl, rng, direction.shape, np.complex64, budget)
+    def add(library, settings, impl, error, reference_ms=None, memory=None, timing=None):
+        timing = timing or time_impl(impl, rng, direction.shape, np.complex64, budget)
         ms = timing["median_ms"]
         ratio, rate = ms / (reference_ms or ms), len(locs) / ms * 1e3
         row = dict(library=library, settings=settings, error=error, timing=timing)
@@ -219,18 +229,17 @@ def run_direction(rng, locs, grid, adjoint, peers, budget) -> list[dict]:
                 print(f"notice: jaxlinops {label}: {error}", file=sys.stderr)
                 continue
             error = direction.error(impl)
-            name = "jaxlinops" if backend == "jax" else "jaxlinops auto"
-            ms = add(name, f"{label}: {settings}", impl, error, memory=memory)
             if backend == "jax":
+                ms = add("jaxlinops", f"{label}: {settings}", impl, error, memory=memory)
                 jl_rows.append((f"jl {label}", error, ms))
-            else:  # finufft's tolerance in the plan: raw jax-finufft is timed at the same
-                auto_rows.append((f"jl auto {label}", memory["tolerance"], ms))
+            else:  # timed below, in turns with raw jax-finufft at the plan's tolerance
+                auto_rows.append((label, settings, impl, error, memory))
     makers = {
         "jax-finufft": lambda mod: lambda eps: finufft_impl(mod, angles, grid, adjoint, eps),
         "nufftax": lambda mod: lambda eps: nufftax_impl(mod, angles, grid, adjoint, eps),
     }
     for name, mod in peers.items():
-        make, cache, timed = makers[name](mod), {}, set()
+        make, cache = makers[name](mod), {}
         for label, target, jl_ms in jl_rows:
             found = match_eps(make, direction, target, cache)
             if found is None:
@@ -238,15 +247,16 @@ def run_direction(rng, locs, grid, adjoint, peers, budget) -> list[dict]:
                 continue
             eps, impl, error = found
             add(name, f"eps {eps:g} (= {label})", impl, error, jl_ms)
-            timed.add(eps)
         if name != "jax-finufft":
             continue
-        for label, eps, auto_ms in auto_rows:
-            if eps not in cache:
-                impl = make(eps)
-                cache[eps] = (impl, direction.error(impl))
-            impl, error = cache[eps]
-            add(name, f"eps {eps:g} (= {label})", impl, error, auto_ms)
+        for label, settings, auto, auto_error, memory in auto_rows:
+            eps = memory["tolerance"]
+            raw = make(eps)
+            mine, theirs = time_pair(auto, raw, rng, direction.shape, np.complex64, budget)
+            ms = add("jaxlinops auto", f"{label}: {settings}", auto, auto_error,
+                     memory=memory, timing=mine)  # fmt: skip
+            add(name, f"eps {eps:.3g} (= jl auto {label})", raw, direction.error(raw), ms,
+                timing=theirs)  # fmt: skip
     return rows
 
 

@@ -169,6 +169,33 @@ def time_impl(impl: Impl, rng, shape, dtype, budget: Budget) -> dict:
     }
 
 
+def time_pair(first: Impl, second: Impl, rng, shape, dtype, budget: Budget) -> list[dict]:
+    """Time two implementations of the same case alternately, on the same fresh inputs, so
+    that drift of the machine (load, frequency) falls on both: `[timing(first),
+    timing(second)]`, each as from [`time_impl`][] (without the warm-up list)."""
+
+    def once(impl: Impl, a: np.ndarray) -> float:
+        x = impl.fresh(a)
+        start = time.perf_counter()
+        impl.call(x)
+        return time.perf_counter() - start
+
+    for impl in (first, second):
+        for _ in range(max(budget.warmup, 1)):
+            once(impl, random_input(rng, shape, dtype))
+    runs = max(2 * budget.min_runs, 6)
+    times = np.zeros((2, runs))
+    for k in range(runs):
+        a = random_input(rng, shape, dtype)
+        times[:, k] = once(first, a), once(second, a)
+    out = []
+    for row in times * 1e3:
+        p25, median, p75 = np.percentile(row, [25, 50, 75])
+        out.append({"median_ms": float(median), "p25_ms": float(p25), "p75_ms": float(p75),
+                    "runs": runs, "capped": False})  # fmt: skip
+    return out
+
+
 def rel_l2(a: np.ndarray, b: np.ndarray) -> float:
     """`||a - b|| / ||b||`, or NaN when the shapes differ."""
     if a.shape != b.shape:
