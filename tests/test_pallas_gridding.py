@@ -203,6 +203,8 @@ def test_vmap_and_jit():
         assert_close(out[k], ref_grid(vals[k], starts, stacked[k], sizes), np.float32)
 
 
+# jax >= 0.12 deprecates Pallas' Triton backend (these kernels use it; Mosaic GPU replaces it)
+@pytest.mark.filterwarnings("ignore:The Pallas Triton backend is deprecated:DeprecationWarning")
 def test_lowers_for_cuda():
     """Both kernels lower to a Triton custom call for CUDA without a GPU (the kernel is
     traced to Triton IR here, which checks the power-of-two block shapes; compiling the
@@ -219,7 +221,13 @@ def test_lowers_for_cuda():
         grad = jax.grad(lambda w: jnp.sum(pallas_ungrid(g, starts, w).real))(w)
         return pallas_ungrid(g, starts, w), pallas_grid(v, starts, w, sizes), grad
 
-    lowered = jax.jit(both).trace(grid, vals, weights).lower(lowering_platforms=("cuda",))
+    traced = jax.jit(both).trace(grid, vals, weights)
+    try:
+        lowered = traced.lower(lowering_platforms=("cuda",))
+    except RuntimeError as error:  # jax >= 0.12 wants an abstract GPU device without one
+        if "No supported GPU devices" not in str(error):
+            raise
+        pytest.skip("this jax cannot lower for CUDA without a GPU device")
     assert lowered.as_text().count("__gpu$xla.gpu.triton") >= 2
 
 

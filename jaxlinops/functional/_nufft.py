@@ -29,14 +29,13 @@ from ._gridding import point_order
 from ._index import gather, scatter
 from ._kernels import as_number, check_locs
 from ._nufft_gridding import interp_points, spread_points
-
-logger = logging.getLogger("jaxlinops")
-DEFAULT_SETTINGS = (1.25, 4.0)  # torchlinops' (oversamp, width)
-FINUFFT_MARGIN = 3.0  # finufft's error reaches 2.5 times its tolerance (measured, 6 seeds)
 from ._pad import _check_trailing, center_crop, center_pad
 
 MODES = ("interpolate", "sampling")
 BACKENDS = ("auto", "jax", "pallas", "finufft")
+DEFAULT_SETTINGS = (1.25, 4.0)  # torchlinops' (oversamp, width)
+FINUFFT_MARGIN = 3.0  # finufft's error reaches 2.5 times its tolerance (measured, 6 seeds)
+logger = logging.getLogger("jaxlinops")
 
 
 class NUFFTPlan(eqx.Module):

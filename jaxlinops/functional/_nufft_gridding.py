@@ -61,7 +61,8 @@ def kernel_polynomials(
             cheb = np.polynomial.chebyshev.Chebyshev.fit(
                 2 * u - 1, _kaiser_bessel(entry, u, radius, beta), degree, domain=[-1, 1]
             )
-            coeffs.append(cheb.convert(kind=np.polynomial.Polynomial).coef[::-1])
+            coef = cheb.convert(kind=np.polynomial.Polynomial).coef  # may drop zero terms
+            coeffs.append(np.pad(coef, (0, degree + 1 - len(coef)))[::-1])
         coeffs = np.stack(coeffs, axis=1)
         inside = grid[:, None] >= lows[None]
         exact = _kaiser_bessel(np.arange(size)[None], grid[:, None], radius, beta)

@@ -51,7 +51,7 @@ import jax
 import jax.experimental.pallas as pl
 import jax.experimental.pallas.triton as plgpu
 import jax.numpy as jnp
-from jax import lax
+from jax import lax, ref
 from jax.custom_derivatives import SymbolicZero
 
 from .._arrays import as_size, as_sizes
@@ -276,7 +276,7 @@ def _grid_kernel(starts_ref, weights_ref, vals_ref, zeros_ref, out_ref, *, sizes
     vals = vals_ref[...]
 
     def scatter(index, weight, carry):
-        jax.ref.addupdate(out_ref, index, weight * vals)  # an atomic add on GPU
+        ref.addupdate(out_ref, index, weight * vals)  # an atomic add on GPU
         return carry
 
     _window_loop(starts_ref, weights_ref, sizes, length, scatter, ())

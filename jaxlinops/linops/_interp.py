@@ -160,6 +160,7 @@ class Interpolate(NamedLinop):
     def split(self, tile) -> NamedLinop:
         """The sliced points, visited in their own sorted order."""
         out = super().split(tile)
+        assert isinstance(out, Interpolate), "a split keeps the operator's type"
         if out.locs.shape == self.locs.shape:
             return out
         return eqx.tree_at(lambda o: o.order, out, point_order(out.locs, self.grid_size))
