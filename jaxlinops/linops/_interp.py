@@ -9,7 +9,7 @@ import equinox as eqx
 import jax
 
 from .._arrays import as_array, as_sizes
-from .._core import Coupling, NamedLinop, Tiling, dims_field
+from .._core import Coupling, NamedLinop, Tiling, dims_field, mask_padded, slice_arrays
 from .._default_dims import GRID_DIMS, ordinal_wildcards
 from .._dims import ELLIPSIS, Dims, DimsLike, as_dims, fmt, size_of
 from ..functional._gridding import point_order
@@ -158,12 +158,13 @@ class Interpolate(NamedLinop):
         return KernelSettings(self.width, self.kernel, self.norm, self.pad_mode, self.kernel_params)
 
     def split(self, tile) -> NamedLinop:
-        """The sliced points, visited in their own sorted order."""
-        out = super().split(tile)
-        assert isinstance(out, Interpolate), "a split keeps the operator's type"
-        if out.locs.shape == self.locs.shape:
-            return out
-        return eqx.tree_at(lambda o: o.order, out, point_order(out.locs, self.grid_size))
+        """The sliced points, visited in their own sorted order (a ragged last tile is
+        masked, as for any operator without `zeroed` arrays)."""
+        t = self.tiling()
+        out, _ = slice_arrays(self, tile, t.arrays, t.batch)
+        if out.locs.shape != self.locs.shape:
+            out = eqx.tree_at(lambda o: o.order, out, point_order(out.locs, self.grid_size))
+        return mask_padded(out, self, tile)
 
     def apply(self, x: jax.Array) -> jax.Array:
         return ungrid(x, self.locs, self._settings, self.order)
