@@ -269,7 +269,8 @@ def make_plan(
 def _resolve_backend(name: str, backend: str, mode: str, apodized: bool) -> str:
     """`backend` checked, `"auto"` resolved (see [`nufft_plan`][]); sampling mode has no
     gridding, and always runs in JAX. finufft cannot take given apodization weights: then
-    `"auto"` stays with JAX, and says so in a log line."""
+    `"auto"` stays with JAX, and says so in a log line. Pallas off a GPU runs in its
+    interpreter (for tests): a warning on the `jaxlinops` logger says so."""
     if backend not in BACKENDS:
         raise ValueError(f"`{name}`: unknown backend {backend!r}; expected one of {BACKENDS}.")
     if backend == "finufft" and not finufft_available():
@@ -278,9 +279,11 @@ def _resolve_backend(name: str, backend: str, mode: str, apodized: bool) -> str:
         if backend not in ("auto", "jax"):
             raise ValueError(f"`{name}`: mode='sampling' runs in JAX; got backend={backend!r}.")
         return "jax"
+    platform = jax.default_backend()
+    if backend == "pallas" and platform != "gpu":
+        logger.warning("`%s`: backend='pallas' on %s runs in Pallas' interpreter", name, platform)
     if backend != "auto":
         return backend
-    platform = jax.default_backend()
     if platform == "gpu":
         return "pallas"
     if platform != "cpu" or not finufft_available():
