@@ -21,8 +21,8 @@ INTERP_TOL = 1e-6  # the Abramowitz–Stegun I0 in the kernel vs numpy's np.i0
 GRAD_TOL = 1e-3
 
 
-def nufft(locs):
-    return jl.NUFFT(locs, GRID, "K", oversamp=OS, width=WIDTH)
+def nufft(locs, backend=None):
+    return jl.NUFFT(locs, GRID, "K", oversamp=OS, width=WIDTH, backend=backend)
 
 
 def interp(locs):
@@ -52,7 +52,9 @@ def normal_ref(locs, x):
 
 
 OPERATORS = {
-    "nufft": (nufft, NUFFT_LOCS, nufft_ref, NUFFT_TOL),
+    "nufft": (nufft, NUFFT_LOCS, nufft_ref, NUFFT_TOL),  # "auto": finufft where installed
+    "nufft_jax": (lambda p: nufft(p, "jax"), NUFFT_LOCS, nufft_ref, NUFFT_TOL),
+    "nufft_pallas": (lambda p: nufft(p, "pallas"), NUFFT_LOCS, nufft_ref, NUFFT_TOL),
     "interp": (interp, INTERP_LOCS, interp_ref, INTERP_TOL),
     "toeplitz_normal": (toeplitz_normal, NUFFT_LOCS, normal_ref, NUFFT_TOL),
 }

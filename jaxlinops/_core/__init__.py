@@ -21,6 +21,7 @@ from ._add import Add as Add
 from ._adjoint import Adjoint as Adjoint
 from ._chain import Chain as Chain
 from ._containers import (
+    Container as Container,
     add_all as add_all,
     as_linops as as_linops,
     block_apply as block_apply,
@@ -33,6 +34,7 @@ from ._diagonal import Diagonal as Diagonal
 from ._identity import Identity as Identity, ShapeSpec as ShapeSpec, Zero as Zero
 from ._linop import (
     NamedLinop as NamedLinop,
+    SameDims as SameDims,
     all_dims as all_dims,
     check_input as check_input,
     dims_field as dims_field,

@@ -5,14 +5,12 @@ from __future__ import annotations
 import jax
 
 from .._dims import Dims
-from ._containers import add_all, as_linops, call_adjoint, children_coupling, consistent_size
-from ._coupling import Coupling
+from ._containers import Container, add_all, as_linops, call_adjoint, consistent_size
 from ._linop import NamedLinop
-from ._tiles import split_children
 from ._unify import most_specific, unify
 
 
-class Add(NamedLinop):
+class Add(Container):
     r"""$(A_1 + \dots + A_n) x$; every $A_i$ maps `ishape -> oshape`."""
 
     linops: tuple[NamedLinop, ...]
@@ -27,17 +25,6 @@ class Add(NamedLinop):
     @property
     def oshape(self) -> Dims:
         return most_specific(self.linops).oshape
-
-    @property
-    def children(self) -> tuple[NamedLinop, ...]:
-        return self.linops
-
-    def coupling(self, dim: str) -> Coupling:
-        """The strongest coupling of `dim` among the children that have it."""
-        return children_coupling(self.linops, dim)
-
-    def split(self, tile) -> NamedLinop:
-        return split_children(self, tile)
 
     def apply(self, x: jax.Array) -> jax.Array:
         return add_all([op(x) for op in self.linops])

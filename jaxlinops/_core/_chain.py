@@ -5,13 +5,11 @@ from __future__ import annotations
 import jax
 
 from .._dims import Dims, fmt, next_unused, resolve, shapes_match
-from ._containers import as_linops, call_adjoint, children_coupling, consistent_size
-from ._coupling import Coupling
+from ._containers import Container, as_linops, call_adjoint, consistent_size
 from ._linop import NamedLinop, all_dims, relabel
-from ._tiles import split_children
 
 
-class Chain(NamedLinop):
+class Chain(Container):
     r"""The composition $A_n \cdots A_2 A_1$ of `Chain(A_1, ..., A_n)`.
 
     Operators are listed in **execution order**: `Chain(A, B)` is `B @ A`. Each
@@ -35,19 +33,8 @@ class Chain(NamedLinop):
     def oshape(self) -> Dims:
         return self.linops[-1].oshape
 
-    @property
-    def children(self) -> tuple[NamedLinop, ...]:
-        return self.linops
-
     def flatten(self) -> tuple[NamedLinop, ...]:
         return self.linops
-
-    def coupling(self, dim: str) -> Coupling:
-        """The strongest coupling of `dim` among the children that have it."""
-        return children_coupling(self.linops, dim)
-
-    def split(self, tile) -> NamedLinop:
-        return split_children(self, tile)
 
     def apply(self, x: jax.Array) -> jax.Array:
         for op in self.linops:

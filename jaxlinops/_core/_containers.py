@@ -1,14 +1,32 @@
 """Shape bookkeeping shared by the container operators (Chain, Add, Concat, Stack)."""
 
-from __future__ import annotations
-
 from collections.abc import Sequence
 
 import jax
+from equinox import AbstractVar
 
 from .._arrays import promote
 from ._coupling import Coupling, strongest
 from ._linop import NamedLinop, all_dims, check_input
+from ._tiles import split_children
+
+
+class Container(NamedLinop):
+    """An operator made of the sub-operators `linops` (its `children`): a dim couples as
+    strongly as in the child that couples it most, and a tile is every child's tile."""
+
+    linops: AbstractVar[tuple[NamedLinop, ...]]
+
+    @property
+    def children(self) -> tuple[NamedLinop, ...]:
+        return self.linops
+
+    def coupling(self, dim: str) -> Coupling:
+        """The strongest coupling of `dim` among the children that have it."""
+        return children_coupling(self.linops, dim)
+
+    def split(self, tile) -> NamedLinop:
+        return split_children(self, tile)
 
 
 def as_linops(name: str, linops: Sequence) -> tuple[NamedLinop, ...]:

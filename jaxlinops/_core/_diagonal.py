@@ -9,10 +9,10 @@ import numpy as np
 from .._arrays import as_array, as_inexact, promote, promote_inexact, right_align
 from .._dims import ELLIPSIS, Dims, DimsLike, as_dims, fmt, is_wildcard, unique
 from ._coupling import Tiling
-from ._linop import NamedLinop, dims_field
+from ._linop import NamedLinop, SameDims, dims_field
 
 
-class Diagonal(NamedLinop):
+class Diagonal(SameDims):
     r"""$y = w \odot x$, mapping `ioshape -> ioshape`.
 
     **Alignment.** The weight's axes right-align with the *named* dims of `ioshape` (the
@@ -81,14 +81,6 @@ class Diagonal(NamedLinop):
                     f"size {self.weight.shape[axis]} (weight shape "
                     f"{tuple(self.weight.shape)})."
                 )
-
-    @property
-    def ishape(self) -> Dims:
-        return self.ioshape
-
-    @property
-    def oshape(self) -> Dims:
-        return self.ioshape
 
     def _named(self) -> Dims:
         return tuple(d for d in self.ioshape if d != ELLIPSIS)

@@ -215,6 +215,21 @@ class NamedLinop(eqx.Module):
         return _scaled(self, 1 / c, side="output")
 
 
+class SameDims(NamedLinop):
+    """An operator whose input and output dims are both its `ioshape` (a diagonal, a device
+    move; `Scalar` spells the two properties out, as the docs' example of an operator)."""
+
+    ioshape: AbstractVar[Dims]
+
+    @property
+    def ishape(self) -> Dims:
+        return self.ioshape
+
+    @property
+    def oshape(self) -> Dims:
+        return self.ioshape
+
+
 class Algebra(Protocol):
     """What the base class builds; implemented by `jaxlinops._core._algebra`."""
 

@@ -121,8 +121,7 @@ def interp_points(
     visited in `order` `[P]`: `[B, P]`. `kernel` is one of `KERNELS` (Pallas runs in
     interpret mode off GPU)."""
     # the barrier keeps XLA from fusing the polynomials into the gather, where they would be
-    # evaluated again for every window entry (measured 1.8x slower in 2-D), or into the
-    # scatter's loop over chunks (1.6x slower in 3-D)
+    # evaluated again for every window entry (measured 1.8x slower in 2-D)
     nbhd = lax.optimization_barrier(nufft_windows(locs[order], k.shape[1:], width, beta))
     if kernel == "pallas":
         out = _on_gpu_or_interpreted(pallas_ungrid, k, nbhd.starts, jnp.stack(nbhd.weights, 1))
@@ -143,6 +142,7 @@ def spread_points(
     kernel: str = "xla",
 ) -> jax.Array:
     """The adjoint of [`interp_points`][]: `y` `[B, P]` spread onto a zero grid `[B, *padded]`."""
+    # the barrier keeps the polynomials out of the scatter's loop over chunks (1.6x in 3-D)
     nbhd = lax.optimization_barrier(nufft_windows(locs[order], padded, width, beta))
     vals = y[:, order]
     if kernel == "pallas":

@@ -6,11 +6,11 @@ import equinox as eqx
 import jax
 
 from .._arrays import Device
-from .._core import Identity, NamedLinop, Tiling, dims_field
+from .._core import Identity, NamedLinop, SameDims, Tiling, dims_field
 from .._dims import Dims, DimsLike, as_dims
 
 
-class ToDevice(NamedLinop):
+class ToDevice(SameDims):
     r"""$y = x$, transferred from `idevice` to `odevice`: `ioshape -> ioshape`.
 
     The adjoint transfers back; the normal is the `Identity`. A device of `None` is JAX's
@@ -41,14 +41,6 @@ class ToDevice(NamedLinop):
                     f"`ToDevice({arg}=...)` expects a jax.Device (e.g. `jax.devices()[0]`) or "
                     f"None; got {type(device).__name__} {device!r}."
                 )
-
-    @property
-    def ishape(self) -> Dims:
-        return self.ioshape
-
-    @property
-    def oshape(self) -> Dims:
-        return self.ioshape
 
     def tiling(self) -> Tiling:
         return Tiling(batch=self.ioshape)
