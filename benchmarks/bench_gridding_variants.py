@@ -133,8 +133,10 @@ def _flat_indices(starts: np.ndarray, grid: tuple[int, ...]):
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true")
+    parser = argparse.ArgumentParser(
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter, description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument("--quick", action="store_true", help="one small case, few runs")
     args = parser.parse_args(argv)
     budget = QUICK if args.quick else Budget()
     print(f"# gridding variants, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.2f}, "

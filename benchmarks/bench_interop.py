@@ -35,7 +35,9 @@ def recording(module) -> Impl:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter, description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument("--quick", action="store_true", help="one size, few runs")
     args = parser.parse_args(argv)
     budget = QUICK if args.quick else Budget()

@@ -84,11 +84,13 @@ def memory(op, x, run: bool, reference=None) -> tuple[dict[str, float], jax.Arra
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--coils", type=int, default=8)
-    parser.add_argument("--n", type=int, default=256)
-    parser.add_argument("--points", type=int, default=65536)
-    parser.add_argument("--devices", type=int, default=8)
+    parser = argparse.ArgumentParser(
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter, description=__doc__.splitlines()[0]
+    )
+    parser.add_argument("--coils", type=int, default=8, help="receive coils")
+    parser.add_argument("--n", type=int, default=256, help="image size n (n x n)")
+    parser.add_argument("--points", type=int, default=65536, help="k-space points")
+    parser.add_argument("--devices", type=int, default=8, help="simulated devices")
     parser.add_argument("--json", help="write the figures to this file")
     parser.add_argument(
         "--run", action="store_true", help="also run each program: time and difference"

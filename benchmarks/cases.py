@@ -391,7 +391,7 @@ def normal_case(toeplitz: bool, problem: dict = DEMO, devices: int = 1) -> Case:
 
 
 def _jax_cg_sense(A, y, iters: int):
-    return jl.alg.conjugate_gradients(A.N, A.H(y), max_num_iters=iters, gtol=0.0).x
+    return jl.alg.conjugate_gradients(A.N, A.H(y), max_num_iters=iters, gtol=0.0, progress=False)
 
 
 def cg_sense_case(problem: dict = DEMO, devices: int = 1) -> Case:

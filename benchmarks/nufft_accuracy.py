@@ -144,7 +144,10 @@ def floors(single: dict, single_cases) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description="The NUFFT's accuracy per (oversamp, width).")
+    parser = argparse.ArgumentParser(
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        description="The NUFFT's accuracy per (oversamp, width).",
+    )
     parser.add_argument("--quick", action="store_true", help="a tiny run, for CI")
     parser.add_argument("--out", help="also write the Markdown report to this file")
     args = parser.parse_args()

@@ -145,9 +145,11 @@ def plot(record: dict, path: str) -> None:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("json")
-    parser.add_argument("--markdown", help="write the tables here (default: print)")
+    parser = argparse.ArgumentParser(
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter, description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument("json", help="a JSON record written by suite.py --json")
+    parser.add_argument("--markdown", help="write the tables here (None: print them)")
     parser.add_argument("--plot", help="write a PNG of the ratios here (needs matplotlib)")
     args = parser.parse_args(argv)
     with open(args.json) as f:

@@ -83,11 +83,13 @@ def measure(op, x, runs: int) -> dict:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter, description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument("--counts", default="1,2,4,8", help="device counts")
-    parser.add_argument("--n", type=int, default=256)
-    parser.add_argument("--coils", type=int, default=8)
-    parser.add_argument("--runs", type=int, default=10)
+    parser.add_argument("--n", type=int, default=256, help="image size n (n x n)")
+    parser.add_argument("--coils", type=int, default=8, help="receive coils")
+    parser.add_argument("--runs", type=int, default=10, help="timed runs per count")
     parser.add_argument("--json", help="write the figures here")
     args = parser.parse_args(argv)
     counts = [int(c) for c in args.counts.split(",")]

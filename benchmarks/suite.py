@@ -44,11 +44,15 @@ from harness import (  # noqa: E402
     time_impl,
 )
 
+from jaxlinops._progress import iterate  # noqa: E402
+
 PEERS = ("torchlinops", "finufft", "sigpy")
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter, description=__doc__.split("\n\n")[0]
+    )
     add = parser.add_argument
     add("--quick", action="store_true", help="smallest size of each family, few runs")
     add("--gpu", action="store_true", help="require jax's GPU backend (and torch on CUDA)")
@@ -56,10 +60,10 @@ def parse_args(argv=None):
     add("--peers", default=",".join(PEERS), help=f"comma-separated subset of {PEERS}")
     # 6e-3 gives finufft (at oversampling 1.25) the error of jaxlinops' width-4 kernel:
     # 6.6e-3 vs 6.8e-3 in 2-D, 9.4e-3 vs 8.4e-3 in 3-D, against an exact evaluation
-    add("--finufft-eps", type=float, default=6e-3, help="finufft's tolerance (default 6e-3)")
-    add("--torch-threads", type=int, help="torch.set_num_threads (default: torch's own)")
+    add("--finufft-eps", type=float, default=6e-3, help="finufft's tolerance")
+    add("--torch-threads", type=int, help="torch.set_num_threads (None: torch's own)")
     add("--cap-s", type=float, default=30.0, help="few runs for a case predicted longer")
-    add("--seed", type=int, default=0)
+    add("--seed", type=int, default=0, help="random seed")
     add("--json", help="write machine, settings and results here")
     add("--markdown", help="write the Markdown report here")
     args = parser.parse_args(argv)
@@ -128,7 +132,8 @@ def main(argv=None) -> int:
     wall = time.perf_counter()
     machine["peaks"] = measure_peaks(args.quick)
     results = []
-    for case in cases:
+    # a bar over the cases in a terminal or notebook (jaxlinops' progress setting)
+    for case in iterate(cases, "benchmark cases", tqdm_kwargs={"leave": True}):
         print(f"running {case.label} ...", file=sys.stderr, flush=True)
         results.append(run_case(case, peers, budget, args.seed))
     machine["loadavg_end"] = list(os.getloadavg())

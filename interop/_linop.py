@@ -63,7 +63,8 @@ def torch_linop(A: NamedLinop) -> TorchLinop:
     """`A` as a torch module: `torch_linop(A)(x)` for a torch tensor `x`; `.H` and `.N`
     share its parameters."""
     if not isinstance(A, NamedLinop):
-        raise TypeError(f"`interop.torch_linop` expects a NamedLinop; got {type(A).__name__}.")
+        got = f"the class {A.__name__}" if isinstance(A, type) else type(A).__name__
+        raise TypeError(f"`interop.torch_linop` expects a NamedLinop; got {got}.")
     arrays, static = eqx.partition(A, eqx.is_inexact_array)
     leaves, treedef = jax.tree.flatten(arrays)
     params = torch.nn.ParameterList(torch.nn.Parameter(to_torch(a).clone()) for a in leaves)

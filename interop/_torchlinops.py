@@ -35,11 +35,11 @@ def from_torchlinops(A: torchlinops.NamedLinop) -> jl.NamedLinop:
     forward, adjoint and normal.
 
     Supported: `Dense`, `Diagonal`, `Scalar`, `Identity`, `ShapeSpec`, `Zero`, `FFT`,
-    `Pad`/`Crop`, `Truncate`/`PadDim`, `Sampling`, `Interpolate`, `NUFFT` and
-    `SamplingNUFFT` (with their Toeplitz settings), `ArrayToBlocks`/`BlocksToArray`,
-    `Rearrange`, `Repeat`, `SumReduce`, `Chain`, `Add`, `Concat`, `Stack`, and the
-    adjoints and normals of these. Anything else is a `TypeError` naming the class.
-    64-bit tensors need `jax_enable_x64` (see `interop.to_jax`).
+    `Pad`/`Crop`, `Truncate`/`PadDim`, `Sampling`, `Interpolate`, `NUFFT`,
+    `SamplingNUFFT` and `FastSamplingNUFFT` (with their Toeplitz settings),
+    `ArrayToBlocks`/`BlocksToArray`, `Rearrange`, `Repeat`, `SumReduce`, `Chain`, `Add`,
+    `Concat`, `Stack`, and the adjoints and normals of these. Anything else is a
+    `TypeError` naming the class. 64-bit tensors need `jax_enable_x64` (see `interop.to_jax`).
     """
     from torchlinops import NamedLinop
 
@@ -151,17 +151,24 @@ def _interpolate(A):
     )  # fmt: skip
 
 
-def _nufft(mode: str) -> Callable:
+def _nufft(cls) -> Callable:
     def convert(A):
         options = A.options
         shapes = [_dims(s) for s in (A.output_shape, A.input_shape, A.input_kshape)]
-        op = jl.NUFFT(
+        kwargs = {}
+        if cls is jl.NUFFT:
+            kwargs = dict(
+                width=options.get("width", 4.0),
+                skip_prep_locs=options.get("skip_prep_locs", False),
+                backend="pallas" if jax.default_backend() == "gpu" else "jax",
+            )  # torchlinops' kernel (finufft has its own)
+        elif cls is jl.FastSamplingNUFFT:
+            kwargs = dict(phase_placement=options.get("phase_placement", "auto"))
+        op = cls(
             to_jax(A.locs), A.grid_size, *shapes, batch_shape=_dims(A.batch_shape),
-            oversamp=options["oversamp"], width=options.get("width", 4.0), mode=mode,
-            toeplitz=options.get("toeplitz", False),
-            toeplitz_oversamp=options.get("toeplitz_oversamp", 2.0),
-            backend="pallas" if jax.default_backend() == "gpu" else "jax",
-        )  # fmt: skip  # torchlinops' kernel (finufft has its own)
+            oversamp=options["oversamp"], toeplitz=options.get("toeplitz", False),
+            toeplitz_oversamp=options.get("toeplitz_oversamp", 2.0), **kwargs,
+        )  # fmt: skip
         # torchlinops' NUFFT adjoint is a NUFFT whose shape is flipped
         return op if _dims(A.ishape) == op.ishape else op.H
 
@@ -214,8 +221,9 @@ _CONVERTERS: dict[str, Callable] = {
     ),
     "Sampling": _sampling,
     "Interpolate": _interpolate,
-    "NUFFT": _nufft("interpolate"),
-    "SamplingNUFFT": _nufft("sampling"),
+    "NUFFT": _nufft(jl.NUFFT),
+    "SamplingNUFFT": _nufft(jl.SamplingNUFFT),
+    "FastSamplingNUFFT": _nufft(jl.FastSamplingNUFFT),
     "ArrayToBlocks": _blocks(jl.ArrayToBlocks),
     "BlocksToArray": _blocks(jl.BlocksToArray),
     "Rearrange": lambda A: jl.Rearrange(

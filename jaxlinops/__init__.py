@@ -4,9 +4,14 @@
 compose them with `@`, and use `A.H` (adjoint) and `A.N` (normal).
 """
 
-import importlib.metadata as _metadata
-
-from . import alg as alg, config as config, functional as functional, testing as testing
+from . import (
+    alg as alg,
+    config as config,
+    functional as functional,
+    nameddim as nameddim,
+    testing as testing,
+    utils as utils,
+)
 from ._core import (
     Coupling as Coupling,
     NamedLinop as NamedLinop,
@@ -18,6 +23,7 @@ from ._core import (
     split_linop as split_linop,
 )
 from ._dims import Dim as Dim, Dims as Dims, next_unused as next_unused
+from ._version import __version__ as __version__
 from .linops import (
     FFT as FFT,
     NUFFT as NUFFT,
@@ -25,27 +31,47 @@ from .linops import (
     Adjoint as Adjoint,
     ArrayToBlocks as ArrayToBlocks,
     BlocksToArray as BlocksToArray,
+    BreakpointLinop as BreakpointLinop,
     Chain as Chain,
     Concat as Concat,
     Convolution as Convolution,
     Crop as Crop,
     Dense as Dense,
     Diagonal as Diagonal,
+    FastSamplingNUFFT as FastSamplingNUFFT,
     Identity as Identity,
     Interpolate as Interpolate,
     Pad as Pad,
     PadDim as PadDim,
+    PadLast as PadLast,
     Rearrange as Rearrange,
     Repeat as Repeat,
     Sampling as Sampling,
+    SamplingNUFFT as SamplingNUFFT,
     Scalar as Scalar,
     ShapeSpec as ShapeSpec,
     SimpleLinop as SimpleLinop,
+    Sleep as Sleep,
     Stack as Stack,
     SumReduce as SumReduce,
     ToDevice as ToDevice,
     Truncate as Truncate,
     Zero as Zero,
+)
+from .nameddim import (  # torchlinops exports its nameddim module at the top level
+    ANY as ANY,
+    ELLIPSES as ELLIPSES,
+    K2N as K2N,
+    N2K as N2K,
+    AnyDim as AnyDim,
+    NamedDimCollection as NamedDimCollection,
+    NamedDimension as NamedDimension,
+    NamedShape as NamedShape,
+    Shape as Shape,
+    fake_dims as fake_dims,
+    get_nd_shape as get_nd_shape,
+    is_any as is_any,
+    partition as partition,
 )
 from .sharding import (
     BatchedLinop as BatchedLinop,
@@ -53,12 +79,35 @@ from .sharding import (
     create_batched_linop as create_batched_linop,
     shard as shard,
 )
+from .utils import (  # torchlinops exports these at the top level too
+    cfftn as cfftn,
+    cifftn as cifftn,
+    default_to as default_to,
+)
 
 __all__ = [
     "alg",
     "config",
     "functional",
     "testing",
+    "nameddim",
+    "utils",
+    "ANY",
+    "ELLIPSES",
+    "K2N",
+    "N2K",
+    "AnyDim",
+    "NamedDimCollection",
+    "NamedDimension",
+    "NamedShape",
+    "Shape",
+    "fake_dims",
+    "get_nd_shape",
+    "is_any",
+    "partition",
+    "cfftn",
+    "cifftn",
+    "default_to",
     "Dim",
     "Dims",
     "next_unused",
@@ -76,22 +125,27 @@ __all__ = [
     "Adjoint",
     "ArrayToBlocks",
     "BlocksToArray",
+    "BreakpointLinop",
     "Chain",
     "Concat",
     "Convolution",
     "Crop",
     "Dense",
     "Diagonal",
+    "FastSamplingNUFFT",
     "Identity",
     "Interpolate",
     "Pad",
     "PadDim",
+    "PadLast",
     "Rearrange",
     "Repeat",
     "Sampling",
+    "SamplingNUFFT",
     "Scalar",
     "ShapeSpec",
     "SimpleLinop",
+    "Sleep",
     "Stack",
     "SumReduce",
     "ToDevice",
@@ -101,9 +155,8 @@ __all__ = [
     "BatchSpec",
     "create_batched_linop",
     "shard",
+    "register_for_export",
 ]
 
-try:
-    __version__ = _metadata.version("jaxlinops")
-except _metadata.PackageNotFoundError:  # running from a source tree
-    __version__ = "0.0.0+local"
+# Last, after every operator class is defined: registers them for jax.export serialization.
+from ._export import register_for_export as register_for_export  # noqa: E402

@@ -30,7 +30,7 @@ _SYNTAX = (
 )
 
 
-def Dim(s: str | None) -> Dims:
+def Dim(s: str | None = None) -> Dims:
     """Parse a dim string into a tuple of names.
 
     Two forms are accepted:
@@ -44,7 +44,8 @@ def Dim(s: str | None) -> Dims:
     A dim name is ASCII letters, digits and underscores starting with a letter; the
     wildcards `"..."`, `"()"` and `"(k)"` are tokens of their own:
     `Dim("...CNx") == ("...", "C", "Nx")`. Anything else (`Dim("C, Nx")`) raises a
-    ValueError that states this syntax. `Dim("")` and `Dim(None)` give `()`.
+    ValueError that states this syntax. `Dim()`, `Dim("")` and `Dim(None)` give `()`
+    (as in torchlinops).
     """
     if s is None:
         return ()
@@ -123,7 +124,8 @@ def as_dims(shape: DimsLike, default: DimsLike = None) -> Dims:
     for d in dims:
         if not isinstance(d, str) or not d:
             raise TypeError(f"Each dim must be a non-empty string; got {d!r} in {shape!r}.")
-    return _validated(dims, shape)
+    # plain str: a `jaxlinops.nameddim.NamedDimension` (a str subclass) becomes its name
+    return _validated(tuple(map(str, dims)), shape)
 
 
 def is_wildcard(dim: str) -> bool:

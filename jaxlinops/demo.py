@@ -11,14 +11,18 @@
    machine it simulates `--devices` devices, 8 by default) and CG on
    $A^H A x = A^H \\sqrt{w} y$;
 5. a report (problem, devices and mesh, compile and solve times, relative errors of the
-   reconstruction and of the best-scaled adjoint against the phantom) and a PNG with the
-   truth, the adjoint, the reconstruction and 5× the error.
+   reconstruction and of the best-scaled adjoint against the phantom) and a figure,
+   `recon.png` in the directory `--out` names (or the `.png` file it names): labelled
+   panels of the truth, the adjoint and the reconstruction on one grey scale, their errors
+   on one error scale 5 times finer, colour bars, the errors and PSNR in the titles, the
+   timings in the figure's title and CG's residual history. It is drawn with matplotlib
+   when it is installed, else by a built-in PNG writer (grey levels and a bitmap font for
+   the labels; no residual plot).
 """
 
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 import socket
 import struct
@@ -28,6 +32,7 @@ import time
 import zlib
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -119,13 +124,175 @@ def exact_kspace(image: np.ndarray, maps: np.ndarray, locs: np.ndarray) -> np.nd
     return np.asarray(dft(maps * image.astype(np.complex64), locs))
 
 
-def write_png(path: Path, panels: list[np.ndarray]) -> None:
-    """Save magnitude images side by side as an 8-bit grayscale PNG (no dependencies),
-    each panel scaled to its own maximum."""
-    scaled = [np.abs(p) / max(float(np.abs(p).max()), 1e-30) for p in panels]
-    image = (255 * np.clip(np.concatenate(scaled, axis=1), 0, 1)).astype(np.uint8)
-    height, width = image.shape
-    raw = b"".join(b"\x00" + row.tobytes() for row in image)
+ERROR_GAIN = 5  # the error maps' colour scale is this many times finer than the images'
+
+
+class Panel(NamedTuple):
+    """One image of the figure: its title (lines), its magnitudes and the colour scale it
+    shares with the other panels of its `kind` ("image" or "error")."""
+
+    title: str
+    magnitude: np.ndarray
+    kind: str
+
+
+class Figure(NamedTuple):
+    """What the demo draws: a title, the panels, the top of each colour scale (`ranges`,
+    from 0, by kind) and CG's relative residual per iteration."""
+
+    title: str
+    panels: tuple[Panel, ...]
+    ranges: dict[str, float]
+    residuals: np.ndarray
+
+
+def quality(image: np.ndarray, truth: np.ndarray) -> tuple[float, float]:
+    r"""The relative error $\|x - t\| / \|t\|$ and the PSNR $20 \log_{10}(\max|t| /
+    \mathrm{RMS}(x - t))$ in dB of `image` $x$ against `truth` $t$."""
+    error = np.abs(image - truth)
+    rms = float(np.sqrt(np.mean(error**2)))
+    relative = float(np.linalg.norm(error) / np.linalg.norm(truth))
+    return relative, 20 * float(np.log10(np.abs(truth).max() / max(rms, 1e-30)))
+
+
+def display_ranges(images: Sequence[np.ndarray]) -> dict[str, float]:
+    """The colour scales, from 0: one for all `images` (up to their largest magnitude, so
+    none is clipped) and one for all error maps, `ERROR_GAIN` times finer."""
+    top = max(float(np.abs(image).max()) for image in images)
+    return {"image": top, "error": top / ERROR_GAIN}
+
+
+def figure(
+    truth: np.ndarray, adjoint: np.ndarray, recon: np.ndarray, residuals: np.ndarray, title: str
+) -> Figure:
+    """The panels: truth, adjoint and reconstruction with their errors and PSNR, then the
+    error maps of the adjoint and of the reconstruction."""
+    panels = [Panel("truth (phantom)", np.abs(truth), "image")]
+    for name, image in (("adjoint, best scaled", adjoint), ("CG-SENSE", recon)):
+        relative, psnr = quality(image, truth)
+        panels.append(Panel(f"{name}\nrel. error {relative:.3f}\nPSNR {psnr:.1f} dB",
+                            np.abs(image), "image"))  # fmt: skip
+    for name, image in (("adjoint", adjoint), ("CG-SENSE", recon)):
+        panels.append(Panel(f"|{name} - truth|", np.abs(image - truth), "error"))
+    norms = np.asarray(residuals, np.float64)
+    return Figure(title, tuple(panels), display_ranges([truth, adjoint, recon]), norms / norms[0])
+
+
+def save_figure(fig: Figure, path: Path) -> str:
+    """Draw `fig` to the PNG `path` with matplotlib, or with the built-in writer when
+    matplotlib is not installed; returns which one drew it."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        write_png(path, render(fig))
+        return "built-in PNG writer"
+    _draw_with_matplotlib(fig, path)
+    return "matplotlib"
+
+
+def _draw_with_matplotlib(fig: Figure, path: Path) -> None:
+    """Images in the first row, errors below theirs, the residual history bottom left."""
+    from matplotlib.figure import Figure as MplFigure  # no pyplot: no global state
+
+    canvas = MplFigure(figsize=(10.5, 7.2), layout="constrained")
+    axes = canvas.subplots(2, 3)
+    canvas.suptitle(fig.title)
+    rows = {"image": list(axes[0]), "error": list(axes[1, 1:])}
+    colours = {"image": ("gray", "|x|", "neither"),
+               "error": ("magma", f"|error| (scale {ERROR_GAIN}× finer)", "max")}  # fmt: skip
+    for kind, row in rows.items():
+        cmap, label, extend = colours[kind]
+        panels = [p for p in fig.panels if p.kind == kind]
+        for ax, panel in zip(row, panels, strict=True):
+            shown = ax.imshow(panel.magnitude, cmap=cmap, vmin=0, vmax=fig.ranges[kind],
+                              interpolation="nearest")  # fmt: skip
+            ax.set_title(panel.title, fontsize=10)
+            ax.set_axis_off()
+        canvas.colorbar(shown, ax=row, label=label, extend=extend, shrink=0.9)
+    plot = axes[1, 0]
+    plot.semilogy(fig.residuals, ".-")
+    plot.set_xlabel("CG iteration $k$")
+    plot.set_title("relative residual\n$\\|b - A^H A x_k\\| / \\|b\\|$", fontsize=10)
+    plot.grid(True, which="both", alpha=0.3)
+    canvas.savefig(path, dpi=100)
+
+
+# a 3 × 5 pixel font for the built-in writer: per glyph, 5 rows of 3 bits (octal digits)
+_GLYPHS = dict(zip(
+    "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ .,-:=|/()%×",
+    "75557 26227 71747 71717 55711 74717 74757 71111 75757 75717 25755 65656 34443 65556 "
+    "74647 74644 34553 55755 72227 11152 55655 44447 57755 65555 25552 65644 25563 65655 "
+    "34216 72222 55557 55552 55775 55255 55222 71247 00000 00002 00024 00700 02020 07070 "
+    "22222 11244 24442 21112 51245 05250".split(),
+    strict=True,
+))  # fmt: skip
+_ZOOM = 2  # font pixels per glyph pixel
+_GAP = 8  # pixels between panels, and margins
+_MIN_PANEL = 128  # smaller images are drawn with square pixels of an integer size
+
+
+def text_bitmap(text: str) -> np.ndarray:
+    """`text` in upper case in the built-in font, with one blank column after each glyph:
+    a boolean `(5 zoom, 4 zoom len(text))` array. Unknown characters are an error."""
+    missing = sorted(set(text.upper()) - set(_GLYPHS))
+    if missing:
+        raise ValueError(f"`text_bitmap`: the built-in font has no glyph for {missing}.")
+    glyphs = [
+        [[int(row) >> shift & 1 for shift in (2, 1, 0)] + [0] for row in _GLYPHS[c]]
+        for c in text.upper()
+    ]
+    bits = np.concatenate(glyphs, axis=1) if glyphs else np.zeros((5, 0), int)
+    return np.kron(bits, np.ones((_ZOOM, _ZOOM), int)).astype(bool)
+
+
+def _cell(pixels: np.ndarray, header: list[str], header_lines: int, footer: str = "") -> np.ndarray:
+    """`pixels` (uint8) under `header` (padded to `header_lines` lines, bottom-aligned) and
+    above `footer`, centred, black text on white."""
+    lines = [""] * (header_lines - len(header)) + header + ([footer] if footer else [])
+    texts = [text_bitmap(line) for line in lines]
+    width = max([pixels.shape[1], *(t.shape[1] for t in texts)]) + _GAP
+
+    def centred(block: np.ndarray) -> np.ndarray:
+        left = (width - block.shape[1]) // 2
+        return np.pad(block, ((0, 0), (left, width - block.shape[1] - left)), constant_values=255)
+
+    # a line of text: its 5 glyph rows between two blank ones
+    rows = [centred(np.where(np.pad(t, ((_ZOOM, _ZOOM), (0, 0))), 0, 255)) for t in texts]
+    rows.insert(header_lines, centred(pixels))
+    return np.concatenate(rows, axis=0).astype(np.uint8)
+
+
+def render(fig: Figure) -> np.ndarray:
+    """The built-in writer's picture (uint8 grey levels): the title, then each kind's panels
+    on its shared scale, each followed by a grey-scale colour bar labelled with its range."""
+    headers = [panel.title.split("\n") for panel in fig.panels]
+    header_lines = max(len(h) for h in headers)
+    zoom = -(-_MIN_PANEL // fig.panels[0].magnitude.shape[0])  # small images: bigger pixels
+    size = zoom * fig.panels[0].magnitude.shape[0]
+    cells = []
+    for kind, top in fig.ranges.items():
+        for panel, header in zip(fig.panels, headers, strict=True):
+            if panel.kind == kind:
+                grey = np.round(255 * np.clip(panel.magnitude / top, 0, 1)).astype(np.uint8)
+                pixels = np.kron(grey, np.ones((zoom, zoom), np.uint8))
+                cells.append(_cell(pixels, header, header_lines))
+        ramp = np.round(np.linspace(255, 0, size)[:, None] * np.ones((1, 4 * _ZOOM)))
+        label = f"scale {ERROR_GAIN}×" if kind == "error" else ""
+        cells.append(_cell(ramp.astype(np.uint8), [label, f"{top:.2f}"], header_lines, "0"))
+    height = max(c.shape[0] for c in cells)
+    row = np.concatenate([np.pad(c, ((0, height - c.shape[0]), (0, 0)), constant_values=255)
+                          for c in cells], axis=1)  # fmt: skip
+    title = _cell(np.zeros((0, 0), np.uint8), fig.title.split("\n"), 0)
+    width = max(row.shape[1], title.shape[1])
+    blocks = [np.pad(b, ((_GAP, 0), (0, width - b.shape[1])), constant_values=255)
+              for b in (title, row)]  # fmt: skip
+    return np.pad(np.concatenate(blocks, axis=0), ((0, _GAP), (_GAP, 0)), constant_values=255)
+
+
+def write_png(path: Path, pixels: np.ndarray) -> None:
+    """Save a 2-D uint8 array as an 8-bit grey-scale PNG (no dependencies)."""
+    height, width = pixels.shape
+    raw = b"".join(b"\x00" + row.tobytes() for row in np.ascontiguousarray(pixels, np.uint8))
 
     def chunk(kind: bytes, data: bytes) -> bytes:
         body = kind + data
@@ -136,23 +303,37 @@ def write_png(path: Path, panels: list[np.ndarray]) -> None:
     path.write_bytes(png + chunk(b"IEND", b""))
 
 
+def output_path(out: Path) -> Path:
+    """Where the figure goes: `out` itself when it names a `.png` file, else `recon.png`
+    in the directory `out` (created when missing)."""
+    if out.suffix.lower() == ".png":
+        out.parent.mkdir(parents=True, exist_ok=True)
+        return out
+    out.mkdir(parents=True, exist_ok=True)
+    return out / "recon.png"
+
+
 def parse_args(argv: list[str]) -> tuple[argparse.ArgumentParser, argparse.Namespace]:
     """The parser and the checked command-line arguments."""
     parser = argparse.ArgumentParser(
-        prog="python -m jaxlinops.demo", description=(__doc__ or "").split("\n\n")[0]
+        prog="python -m jaxlinops.demo",
+        description=(__doc__ or "").split("\n\n")[0],
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     add = parser.add_argument
-    add("--size", type=int, default=128, help="image size N (N × N; default 128)")
-    add("--coils", type=int, default=8, help="number of coils (default 8)")
-    add("--spokes", type=int, default=37, help="radial spokes (default 37)")
-    add("--readouts", type=int, default=256, help="points per spoke (default 256)")
-    add("--iters", type=int, default=20, help="CG iterations (default 20)")
+    add("--size", type=int, default=128, help="image size N (N × N)")
+    add("--coils", type=int, default=8, help="number of coils")
+    add("--spokes", type=int, default=37, help="radial spokes")
+    add("--readouts", type=int, default=256, help="points per spoke")
+    add("--iters", type=int, default=20, help="CG iterations")
     add("--noise", type=float, default=0.01, help="noise std relative to the k-space RMS")
-    add("--devices", type=int, help="devices to use (default: all, or 8 simulated CPU devices)")
+    add("--devices", type=int, help="devices to use (None: all, or 8 simulated CPU devices "
+        "on a CPU-only machine)")  # fmt: skip
     add("--processes", type=int, default=1, help="run as this many local CPU processes joined "
         "by jax.distributed, the multi-host path (the devices are divided among them)")  # fmt: skip
-    add("--output", type=Path, default=Path("recon.png"), help="PNG path (default recon.png)")
-    add("--seed", type=int, default=0, help="noise seed (default 0)")
+    add("--out", "--output", type=Path, default=Path("."), help="where the figure goes: a "
+        "directory (created if needed) for recon.png, or a .png file")  # fmt: skip
+    add("--seed", type=int, default=0, help="noise seed")
     add("--process-id", type=int, help=argparse.SUPPRESS)  # set by the launcher
     add("--coordinator", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -217,21 +398,25 @@ def main(argv: list[str] | None = None) -> int:
     if args.processes > 1 and args.process_id is None:
         return launch(argv, args.processes)
     devices = select_devices(parser, args)
-    # only process 0 reports; CG's progress goes to the logger when tqdm is not installed
-    say = print if jax.process_index() == 0 else (lambda *a, **k: None)
-    logging.basicConfig(format="  %(message)s")
-    logging.getLogger("jaxlinops.alg").setLevel(logging.INFO)
+    say = print if jax.process_index() == 0 else (lambda *a, **k: None)  # process 0 reports
     truth, maps, locs, kspace = simulate(args, say)
     A, weight = forward_model(maps, locs, args.size, say)
-    recon, adjoint = reconstruct(A, weight * kspace, devices, args, say)
-    adjoint = adjoint * np.vdot(adjoint, truth) / np.vdot(adjoint, adjoint)
-    error = float(np.linalg.norm(recon - truth) / np.linalg.norm(truth))
-    adjoint_error = float(np.linalg.norm(adjoint - truth) / np.linalg.norm(truth))
+    rec = reconstruct(A, weight * kspace, devices, args, say)
+    adjoint = rec.adjoint * np.vdot(rec.adjoint, truth) / np.vdot(rec.adjoint, rec.adjoint)
+    error, adjoint_error = quality(rec.image, truth)[0], quality(adjoint, truth)[0]
     say(f"Relative error against the phantom: reconstruction {error:.3f}, "
         f"adjoint (best scaled) {adjoint_error:.3f}")  # fmt: skip
     if jax.process_index() == 0:
-        write_png(args.output, [truth, adjoint, recon, 5 * (recon - truth)])
-    say(f"Saved truth | adjoint | reconstruction | 5× error to {args.output.resolve()}")
+        title = (
+            f"CG-SENSE, {args.size}×{args.size} from {args.coils} coils × {args.spokes} spokes "
+            f"× {args.readouts} readouts\n{args.iters} iterations on {len(devices)} "
+            f"{devices[0].platform} devices: compile {rec.compile_time:.2f} s, "
+            f"solve {rec.solve_time:.3f} s"
+        )
+        path = output_path(args.out)
+        writer = save_figure(figure(truth, adjoint, rec.image, rec.residuals, title), path)
+        say(f"Saved the figure (truth, adjoint, reconstruction, errors; {writer}) to "
+            f"{path.resolve()}")  # fmt: skip
     return 0
 
 
@@ -265,10 +450,21 @@ def forward_model(
     F = jl.NUFFT(locs, (n, n), "S R", batch_shape="C", oversamp=2.0, width=6.0, toeplitz=True)
     weight = np.sqrt(ramp_dcf(locs))[None]
     A = jl.Diagonal(weight, "C S R", broadcast_dims="C") @ F @ S
-    _, lam = jl.alg.power_method(A.N, np.ones((n, n), np.complex64), max_iters=30)
+    # (eigenvector, eigenvalue): the largest eigenvalue of A^H A is ||A||^2
+    lam = jl.alg.power_method(A.N, v_init=np.ones((n, n), np.complex64), max_iters=30)[1]
     weight = (weight / np.sqrt(float(lam))).astype(np.float32)
     say(f"Normalised A by the power method: ||A||^2 was {float(lam):.4g}")
     return jl.Diagonal(weight, "C S R", broadcast_dims="C") @ F @ S, weight
+
+
+class Reconstruction(NamedTuple):
+    """What `reconstruct` returns (numpy arrays on process 0)."""
+
+    image: np.ndarray  # CG-SENSE's solution
+    adjoint: np.ndarray  # A^H sqrt(w) y
+    residuals: np.ndarray  # CG's residual norm per iteration (NaN after it stopped)
+    compile_time: float  # seconds, the jitted solve
+    solve_time: float
 
 
 def reconstruct(
@@ -277,28 +473,32 @@ def reconstruct(
     devices: Sequence[Device],
     args: argparse.Namespace,
     say: Say,
-) -> tuple[np.ndarray, np.ndarray]:
-    """CG on $A^H A x = A^H (\\sqrt{w} y)$ with $A^H A$ split by coils over `devices`;
-    returns the reconstruction and the adjoint $A^H \\sqrt{w} y$ (numpy)."""
+) -> Reconstruction:
+    """CG on $A^H A x = A^H (\\sqrt{w} y)$ with $A^H A$ split by coils over `devices`."""
     AN = jl.create_batched_linop(A.N, jl.BatchSpec({"C": 1}, device_matrix=devices))
     assert AN.mesh is not None  # a device matrix gives a mesh
     processes = f" in {jax.process_count()} processes" if jax.process_count() > 1 else ""
     say(f"Devices: {len(devices)} × {devices[0].platform}{processes}; mesh {dict(AN.mesh.shape)}")
     b = A.H(data)
-    if jax.process_count() == 1:  # the progress loop reads values on the host
-        say(f"Solving CG-SENSE, {args.iters} iterations (step by step, with progress):")
+    cg = jl.alg.conjugate_gradients
+    if jax.process_count() == 1:  # one progress bar (a tqdm bar when tqdm is installed)
+        say(f"Solving CG-SENSE, {args.iters} iterations, with a progress bar:")
         start = time.perf_counter()
-        jl.alg.conjugate_gradients(AN, b, max_num_iters=args.iters, progress=True)
-        say(f"Step by step (compiling included): {time.perf_counter() - start:.2f} s")
+        cg(AN, b, max_num_iters=args.iters, progress=True)
+        say(f"With a progress bar (compiling included): {time.perf_counter() - start:.2f} s")
     start = time.perf_counter()
-    solve = jax.jit(lambda AN, b: jl.alg.conjugate_gradients(AN, b, max_num_iters=args.iters))
+    solve = jax.jit(
+        lambda AN, b: cg(AN, b, max_num_iters=args.iters, progress=False, return_info=True)
+    )
     compiled = solve.lower(AN, b).compile()
     compile_time = time.perf_counter() - start
     start = time.perf_counter()
     result = jax.block_until_ready(compiled(AN, b))
+    solve_time = time.perf_counter() - start
     say(f"As one jitted program: compile {compile_time:.2f} s, solve "
-        f"{time.perf_counter() - start:.3f} s ({_local(result.num_iters)} iterations)")  # fmt: skip
-    return _local(result.x), np.asarray(b)
+        f"{solve_time:.3f} s ({_local(result.num_iters)} iterations)")  # fmt: skip
+    residuals = _local(result.residual_norms)
+    return Reconstruction(_local(result.x), np.asarray(b), residuals, compile_time, solve_time)
 
 
 # --8<-- [end:recon]

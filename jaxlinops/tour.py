@@ -71,8 +71,12 @@ def check(err: float, what: str, tol: float = 1e-5) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the tour and print each step; returns 0 (any failed check raises)."""
-    parser = argparse.ArgumentParser(prog="python -m jaxlinops.tour", description=__doc__)
-    parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    parser = argparse.ArgumentParser(
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        prog="python -m jaxlinops.tour",
+        description=__doc__,
+    )
+    parser.add_argument("--seed", type=int, default=0, help="random seed")
     args = parser.parse_args(argv)
     rng = np.random.default_rng(args.seed)
     apply = jax.jit(lambda op, v: op(v))  # linops are pytrees: jit takes them as arguments

@@ -92,10 +92,23 @@ other_cpus() {
   done
 }
 
+# install_chromium: Debian's headless Chromium for tests/test_site.py, which loads every
+# page of the built site; where it cannot be installed (no apt-get, not root, no network)
+# that test skips its browser check, and this says so.
+install_chromium() {
+  [[ -x /usr/bin/chromium ]] && return 0
+  if command -v apt-get >/dev/null && [[ $(id -u) -eq 0 ]]; then
+    { apt-get install -y -q chromium || { apt-get update -q && apt-get install -y -q chromium; }; } \
+      >/dev/null 2>&1 && return 0
+  fi
+  echo "test.sh: notice: could not install chromium; tests/test_site.py skips its browser check"
+}
+
 main_suite() {
   local start=$SECONDS
   local py=.venv/bin/python
   make_venv .venv python3
+  install_chromium
   echo "test.sh: installing $TORCH_SPEC, jaxlinops[test,torch,docs,notebooks,finufft] (editable)," \
     "$TORCHLINOPS_SPEC"
   "$py" -m pip install -q "$TORCH_SPEC"

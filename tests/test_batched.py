@@ -235,3 +235,69 @@ def test_padded_dim_that_a_child_does_not_size():
     A = jl.SumReduce("N C", "N") @ jl.Diagonal(jnp.asarray(w), ("N", "C"))
     B = jl.create_batched_linop(A, jl.BatchSpec({"C": 3}))
     assert_close(B(jnp.asarray(x)), (w * x).sum(1), np.float64)
+
+
+def test_torchlinops_arguments_bind():
+    """`create_batched_linop(linop, batch_specs, default_device, _mmap, **options)`: the
+    thread options and `_mmap` change nothing; `default_device` is where outputs go."""
+    A, x = sense(coils=4), rand(26, (8, 8))
+    spec = jl.BatchSpec({"C": 1}, device_matrix=DEVICES[:4])
+    B = jl.create_batched_linop(
+        linop=A, batch_specs=spec, _mmap=None, threaded=True, num_workers=2, accumulate=False
+    )
+    assert_close(B(x), A(x), C128)
+    out = jl.create_batched_linop(A, [spec], DEVICES[5])(x)
+    assert_close(out, A(x), C128)
+    assert out.devices() == {DEVICES[5]}  # gathered on the default device, as torchlinops
+    kept = jl.create_batched_linop(A, jl.BatchSpec({"C": 1}, DEVICES[:4], DEVICES[6]), DEVICES[5])
+    assert kept(x).devices() == {DEVICES[6]}  # the spec's own base device wins
+    with pytest.raises(TypeError, match=r"unknown options \['workers'\]"):
+        jl.create_batched_linop(A, spec, workers=2)
+    with pytest.raises(TypeError, match=r"`create_batched_linop\(default_device=...\)` must be"):
+        jl.create_batched_linop(A, spec, "cpu")
+
+
+def tile_devices(B, tiles):
+    """The device of each tile, read from the sharding of the stacked coil maps."""
+    weight = B.tiles.linops[0].weight  # [tile, 1, ...] stacked along the tile axis
+    where = {}
+    for shard in weight.addressable_shards:
+        for i in range(*shard.index[0].indices(weight.shape[0])):
+            where[i] = shard.device
+    return [where[i] for i in range(tiles)]
+
+
+@pytest.mark.parametrize("devices, tile", [(8, 1), (3, 1), (1, 2), (8, 3)])
+def test_broadcast_device_matrix_is_where_tiles_run(devices, tile):
+    """The device matrix fitted to the tile grid names the device that holds each tile
+    of the batched operator (checked on the shards it really builds)."""
+    A = sense(coils=8)
+    spec = jl.BatchSpec({"C": tile}, device_matrix=DEVICES[:devices])
+    matrix = spec.broadcast_device_matrix(A)
+    tiles = -(-8 // tile)
+    assert matrix.shape == (tiles,)
+    assert list(matrix) == tile_devices(jl.create_batched_linop(A, spec), tiles)
+
+
+def test_broadcast_device_matrix_as_torchlinops():
+    """With at least as many devices as tiles (and for broadcast axes) the matrix is
+    torchlinops'; with fewer, jaxlinops gives each device a contiguous run of tiles where
+    torchlinops deals them out in turn."""
+    torch = pytest.importorskip("torch")
+    tl = pytest.importorskip("torchlinops")
+    W = rand(27, (6, 4, 3))
+    A = jl.Dense(W, "C M N", "C N", "C M")
+    T = tl.Dense(torch.from_numpy(np.array(W)), ("C", "M", "N"), ("C", "N"), ("C", "M"))
+    ids = np.array([d.id for d in DEVICES])
+    for devices, sizes in (([[0]], {"C": 2, "M": 1}), (ids[:4], {"C": 2, "M": 1})):
+        devs = np.vectorize(lambda i: DEVICES[i], otypes=[object])(np.array(devices))
+        ours = jl.BatchSpec(sizes, devs).broadcast_device_matrix(A)
+        theirs = tl.BatchSpec(sizes, np.array(devices)).broadcast_device_matrix(T)
+        np.testing.assert_array_equal(np.vectorize(lambda d: d.id)(ours), theirs)
+    ours = jl.BatchSpec({"C": 1}, DEVICES[:4]).broadcast_device_matrix(A)
+    theirs = tl.BatchSpec({"C": 1}, ids[:4]).broadcast_device_matrix(T)
+    assert [d.id for d in ours] == [0, 0, 1, 1, 2, 2] and list(theirs) == [0, 1, 2, 3, 0, 1]
+    assert list(jl.BatchSpec({"C": 3}).broadcast_device_matrix(A)) == [DEVICES[0]] * 2
+    B = jl.NUFFT(random_locs(28, (8, 8), 6), (8, 8), "R", batch_shape="C")
+    with pytest.raises(ValueError, match="does not fix the size of dim 'C'"):
+        jl.BatchSpec({"C": 1}).broadcast_device_matrix(B)

@@ -74,3 +74,10 @@ def test_gridding_variants_script_runs():
     done = subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "| 20x20x20, 2048 pts | flat indices |" in done.stdout
+
+
+@pytest.mark.parametrize("script", ["suite.py", "report.py", "bench_memory.py"])
+def test_help_shows_the_defaults(script):
+    command = [sys.executable, str(BENCHMARKS / script), "--help"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=True)
+    assert "(default: " in done.stdout

@@ -92,7 +92,7 @@ def re_shape(shape):
         (lambda n: jl.ArrayToBlocks((9,), (n,)), 4, r"ArrayToBlocks\(block_size"),
         (lambda n: jl.BlocksToArray((9,), (2,), (n,)), 3, r"BlocksToArray\(stride"),
         (lambda n: F.get_nblocks((n,), (2,)), 9, r"get_nblocks\(im_size"),
-        (lambda n: F.array_to_blocks(jnp.ones(9), (n,)), 4, r"array_to_blocks\(block_size"),
+        (lambda n: F.array_to_blocks(jnp.ones(9), (n,)), 4, r"array_to_blocks\(block_shape"),
         (lambda n: F.blocks_to_array(jnp.ones((8, 2)), (n,), (2,)), 9, r"blocks_to_array\(im_"),
         (lambda n: F.center_pad(jnp.ones(3), (3,), (n,)), 9, r"center_pad\(pad_im_size"),
         (lambda n: F.center_crop(jnp.ones(9), (9,), (n,)), 4, r"center_crop\(crop_im_size"),

@@ -113,6 +113,18 @@ REFERENCES = {
     "blocks_to_array": lambda g, t: (
         lambda y: fold(y, (4, 4), (2, 2), (1, 1), np.array([[1, 0], [1, 1]], bool))
     ),
+    # -- compat.py: torchlinops' call forms
+    "blocks_to_array_torch_order": lambda g, t: lambda y: fold(y, (5, 4), (3, 2), (2, 2)),
+    "pad_last": lambda g, t: lambda x: pad(x, (3, 4), (6, 7)),
+    "sumreduce_H_no_lengths": lambda g, t: lambda y: y[:, None, :],
+    "sumreduce_N_no_lengths": lambda g, t: (
+        lambda x: np.repeat(x.sum(-2, keepdims=True), x.shape[-2], axis=-2)
+    ),
+    "dense_full_broadcast_dim": lambda g, t: _einsum("bmn,bn->bm", rand(g(), (2, 3, 4), t)),
+    "breakpoint_callback": lambda g, t: lambda x: x,
+    "sleep_renamed": lambda g, t: lambda x: x,
+    "custom_scale": lambda g, t: _times(rand(g(), (2, 5), t)),
+    "custom_scale_normal": lambda g, t: _times(np.abs(np.asarray(rand(g(), (2, 5), t))) ** 2),
     # -- conv_simple.py: Convolution
     "conv_zeros_1d": lambda g, t: _conv(rand(g(), (3,), t), False),
     "conv_zeros_2d_batch": lambda g, t: _conv(rand(g(), (3, 2), t), False),
@@ -179,6 +191,7 @@ def _times(w):
 def test_every_construction_factory_has_a_reference():
     mine = ("pad", "crop", "truncate", "paddim", "blocks", "conv", "simple", "to_device")
     mine += ("rearrange", "sumreduce", "repeat", "dense", "diagonal")
+    mine += ("breakpoint", "sleep", "custom")
     names = {n for n in OPERATOR_FACTORIES if n.startswith(mine)}
     assert names == set(REFERENCES), names ^ set(REFERENCES)
 

@@ -83,8 +83,8 @@ def test_dense_bad_shapes(args, match):
 
 
 def test_dense_bad_broadcast_dim():
-    with pytest.raises(ValueError, match="broadcast dim 'C' has weight size 2"):
-        jl.Dense(np.ones((2, 3)), "CN", "CN", "C", broadcast_dims="C")
+    with pytest.raises(ValueError, match="broadcast dim 'X' is not in weightshape"):
+        jl.Dense(np.ones((2, 3)), "CN", "CN", "C", broadcast_dims="X")
     with pytest.raises(ValueError, match="must be in weightshape, ishape and oshape"):
         jl.Dense(np.ones((1, 3)), "CN", "CN", "N", broadcast_dims="C")
 

@@ -194,14 +194,29 @@ def test_sumreduce_lengths_order_does_not_matter():
     assert A.H.H == A
 
 
-def test_sumreduce_adjoint_without_lengths_raises_on_application():
+def test_sumreduce_adjoint_without_lengths_is_a_singleton_axis():
+    """As torchlinops: without `axes_lengths` the adjoint repeats into a size-1 axis
+    that broadcasts (a `Repeat` broadcast dim)."""
     A = jl.SumReduce("A B C", "A C")
-    assert isinstance(A.H, jl.Adjoint) and A.H.H == A
-    msg = r"`SumReduce.H` repeats into the summed dims \['B'\] .* axes_lengths=\{'B': n\}"
-    with pytest.raises(ValueError, match=msg):
-        A.H(randn(2, 4))
-    with pytest.raises(ValueError, match=r"summed dims \['B1'\]"):
-        A.N(randn(2, 3, 4))  # the normal renames B -> B1
+    assert A.H == jl.Repeat({}, "A C", "A B C", broadcast_dims="B") and A.H.H == A
+    y = randn(2, 4)
+    assert_close(A.H(y), y[:, None, :], C128)
+    assert_close(A.apply_adjoint(y), y[:, None, :], C128)
+    half = jl.SumReduce("A B C", "C", {"A": 2})  # one length known, one not
+    assert_close(half.H(randn(4)).shape, (2, 1, 4), C128)
+
+
+@pytest.mark.parametrize("lengths", [None, {"B": 3}])
+def test_sumreduce_normal_repeats_to_the_input_size(lengths):
+    """`.N` is the true A^H A on the input it is applied to, lengths given or not."""
+    A = jl.SumReduce("... B C", "... C", lengths)
+    N = A.N
+    assert (N.ishape, N.oshape) == (("...", "B", "C"), ("...", "B1", "C"))
+    x = randn(5, 3, 4)
+    assert_close(N(x), np.broadcast_to(x.sum(1, keepdims=True), x.shape), C128)
+    y = randn(5, 3, 4)  # self-adjoint: a dot test against the numpy reference
+    lhs, rhs = np.vdot(y, np.asarray(N(x))), np.vdot(np.asarray(N.H(y)), x)
+    assert abs(lhs - rhs) <= 1e-12 * abs(lhs)
 
 
 def test_sumreduce_rename_keeps_lengths():
@@ -274,7 +289,7 @@ def test_repeat_broadcast_dims_have_size_one():
     assert y.shape == (3, 2, 4, 1)
     assert_close(y, np.broadcast_to(x[:, None, :, None], (3, 2, 4, 1)), C128)
     assert A.size("D") is None and A.size("C") == 2
-    assert isinstance(A.H, jl.Adjoint) and A.H.H == A
+    assert A.H == jl.SumReduce("A C B D", "A B", {"C": 2}) and A.H.H == A
     assert_close(A.H(randn(3, 2, 4, 5)).shape, (3, 4), C128)  # D of any size is summed
 
 

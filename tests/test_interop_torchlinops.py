@@ -106,6 +106,25 @@ CASES = {
         tl.SamplingNUFFT(locs(3, 9, (6, 6), True), (6, 6), ("K",), batch_shape=("C",)),
         (2, 6, 6),
     ),
+    "fast_sampling_nufft": lambda: (
+        tl.FastSamplingNUFFT(
+            locs(3, 9, (6, 5), True), (6, 5), ("K",), batch_shape=("C",), phase_placement="grid"
+        ),
+        (2, 6, 5),
+    ),
+    "interpolate_spline_beta": lambda: (
+        tl.Interpolate(
+            locs(4, 7, (6, 6), False),
+            (6, 6),
+            ("C",),
+            ("K",),
+            ("X", "Y"),
+            width=2.0,
+            kernel="spline",
+            kernel_params={"beta": 7.0},
+        ),
+        (2, 6, 6),
+    ),  # fmt: skip
     "array_to_blocks": lambda: (
         tl.ArrayToBlocks((8, 7), (4, 3), (2, 2), None, ("C",), ("X", "Y"), BLOCKS),
         (2, 8, 7),
@@ -192,16 +211,23 @@ def test_toeplitz_normal(oversamp, width, toeplitz_oversamp):
         assert_close(interop.from_torchlinops(T.N)(x.numpy()), T.N(x), 1e-5)
 
 
-def test_sumreduce_and_a_toeplitz_grid_too_small_are_errors():
-    """Two deliberate differences. torchlinops' SumReduce adjoint broadcasts a size-1 dim,
-    which jaxlinops does not do without the summed sizes; and a Toeplitz embedding below
-    2N - 1 points per axis wraps around (torchlinops computes it anyway)."""
+def test_sumreduce_adjoint_and_normal_without_lengths():
+    """torchlinops' SumReduce adjoint returns a size-1 (broadcasting) axis for the summed
+    dim, and so does the converted one. Its normal deliberately differs: torchlinops' keeps
+    that size-1 axis, jaxlinops' repeats the sum to the input's size (the true A^H A)."""
     T = tl.SumReduce(("C", "X"), ("X",))
     A = interop.from_torchlinops(T)
     x = tensor(10, (3, 4))
     assert_close(A(x.numpy()), T(x), 1e-12)
-    with pytest.raises(ValueError, match=r"does not know their sizes"):
-        A.H(x[0].numpy())
+    assert_close(A.H(x[0].numpy()), T.H(x[0]), 1e-12)
+    assert_close(interop.from_torchlinops(T.H)(x[0].numpy()), T.H(x[0]), 1e-12)
+    want = np.broadcast_to(x.numpy().sum(0), (3, 4))
+    np.testing.assert_allclose(np.asarray(A.N(x.numpy())), want, rtol=1e-12)
+
+
+def test_toeplitz_grid_too_small_is_an_error():
+    """A Toeplitz embedding below 2N - 1 points per axis wraps around (torchlinops
+    computes it anyway)."""
     T, _ = nufft_sense(toeplitz=True, toeplitz_oversamp=1.25)
     with pytest.raises(ValueError, match=r"`NUFFT`: toeplitz_oversamp=1.25 .* at least 2N - 1"):
         interop.from_torchlinops(T)

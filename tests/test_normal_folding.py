@@ -110,9 +110,9 @@ def test_cg_with_a_tikhonov_normal_solves_the_regularised_system():
     lam = 0.5
     x_true = rand(5, (N, N))
     y = A.N(x_true) + lam * x_true
-    got = jl.alg.conjugate_gradients(A.N + lam * jl.Identity(), y, max_num_iters=200, gtol=1e-12)
+    x = jl.alg.conjugate_gradients(A.N + lam * jl.Identity(), y, max_num_iters=200, gtol=1e-12)
     # well conditioned by lam; the solution error follows the residual tolerance
-    np.testing.assert_allclose(got.x, x_true, rtol=1e-6, atol=1e-6 * np.abs(x_true).max())
+    np.testing.assert_allclose(x, x_true, rtol=1e-6, atol=1e-6 * np.abs(x_true).max())
 
 
 def test_adjoint_pairs_fold_under_jit_when_the_arrays_are_traced():

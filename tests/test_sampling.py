@@ -178,13 +178,38 @@ def test_sampling_normal_falls_back_for_wildcards_and_inner():
 
 def test_sampling_from_mask_matches_nonzero():
     mask = RNG.random((4, 5)) < 0.4
-    A = jl.Sampling.from_mask(mask, "K", "Nx Ny", "C")
+    A = jl.Sampling.from_mask(mask, output_shape="K", input_shape="Nx Ny", batch_shape="C")
     assert A.input_size == (4, 5) and A.size("K") == mask.sum()
     x = randn(2, 4, 5)
     assert_close(A(x), x[:, mask], np.complex128)
     rows, cols = np.nonzero(mask)
     np.testing.assert_array_equal(A.idx[0], rows)
     np.testing.assert_array_equal(A.idx[1], cols)
+
+
+def test_sampling_from_mask_takes_input_size_second():
+    """torchlinops' order: `from_mask(mask, input_size, output_shape, input_shape, ...)`.
+    A grid larger than the mask samples the mask's entries from its leading corner."""
+    mask = np.zeros((2, 3), bool)
+    mask[0, 2] = mask[1, 0] = True
+    A = jl.Sampling.from_mask(mask, (4, 5), ("K",), ("Nx", "Ny"), ("C",))
+    assert (A.ishape, A.oshape, A.input_size) == (("C", "Nx", "Ny"), ("C", "K"), (4, 5))
+    x = randn(2, 4, 5)
+    assert_close(A(x), x[:, [0, 1], [2, 0]], np.complex128)
+
+
+@pytest.mark.parametrize(
+    "input_size, exc, match",
+    [
+        ("K", TypeError, r"second argument is the grid size `input_size`.*'K'"),
+        ((4,), ValueError, r"`input_size` must have one size per mask axis.*\(4,\)"),
+        ((1, 5), ValueError, r"each at least the mask's; got input_size \(1, 5\)"),
+        ((4.5, 5), ValueError, r"`Sampling.from_mask\(input_size=...\)`"),
+    ],
+)
+def test_sampling_from_mask_bad_input_size(input_size, exc, match):
+    with pytest.raises(exc, match=match):
+        jl.Sampling.from_mask(np.ones((2, 3), bool), input_size)
 
 
 def test_sampling_from_mask_rejects_non_bool():

@@ -73,7 +73,7 @@ def test_derived_adjoint_of_a_shape_changing_function():
 def test_given_normal_is_used():
     A = jl.SimpleLinop(cumsum, reverse_cumsum, cumsum_normal, "...N", sizes={"N": 5})
     N = A.N
-    assert isinstance(N, jl.SimpleLinop) and N.fn is cumsum_normal
+    assert isinstance(N, jl.SimpleLinop) and N._forward_fn is cumsum_normal
     assert N.ishape == ("...", "N") and N.oshape == ("...", "N")
     x = crandn(2, 5)
     assert_close(N(x), A.H(A(x)), jnp.complex128)

@@ -138,3 +138,20 @@ def test_split_linop_needs_sizes_of_unfixed_dims():
     assert tiles.shape == (2, 2) and ins[1, 0][0] == slice(3, 4)
     with pytest.raises(ValueError, match="tile size of dim 'K' must be a positive integer"):
         jl.split_linop(A, {"K": 0})
+
+
+def test_split_linop_binds_torchlinops_names_and_named_dimensions():
+    """`split_linop(linop=..., batch_sizes=...)` as torchlinops, with NamedDimension keys
+    (equal to their names), gives the grid of the string keys."""
+    from jaxlinops.nameddim import ND
+
+    W = rand(64, (4, 6))
+    A = jl.Dense(W, "M N", "N", "M")
+    tiles, ins, outs = jl.split_linop(linop=A, batch_sizes={ND("N"): 4, ND("M"): 3})
+    want, want_ins, want_outs = jl.split_linop(A, {"N": 4, "M": 3})
+    assert tiles.shape == want.shape == (2, 2)
+    for index in np.ndindex(tiles.shape):
+        assert_close(tiles[index].weight, want[index].weight, C128)
+        assert ins[index] == want_ins[index] and outs[index] == want_outs[index]
+    sub = jl.NamedLinop.split(A, {ND("N"): slice(0, 2)})
+    assert_close(sub.weight, W[:, :2], C128)

@@ -28,3 +28,10 @@ def test_tour_fails_loudly_when_a_check_fails(monkeypatch, capsys):
     with pytest.raises(AssertionError, match=r"A\(x\) vs numpy: relative difference .* exceeds"):
         tour.main([])
     capsys.readouterr()
+
+
+def test_tour_help_shows_the_defaults(capsys):
+    with pytest.raises(SystemExit) as info:
+        tour.main(["--help"])
+    assert info.value.code == 0
+    assert "random seed (default: 0)" in capsys.readouterr().out

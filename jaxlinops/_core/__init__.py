@@ -10,6 +10,7 @@ Modules, lowest first (each imports only those before it):
 - `_unify`, `_add`: sums of parallel operators;
 - `_masks`: tiles of operators that create or consume a dim (`split_arrays`);
 - `_normal`: the normal's dims and folding rules;
+- `_custom`: the base of classes written to torchlinops' protocol (`FunctionLinop`);
 - `_algebra`: composition, sums, scaling, adjoints and normals, installed here into the
   base class.
 
@@ -30,13 +31,22 @@ from ._containers import (
     consistent_size as consistent_size,
 )
 from ._coupling import Coupling as Coupling, Tiling as Tiling, strongest as strongest
+from ._custom import FunctionLinop as FunctionLinop, NormalFn as NormalFn
 from ._diagonal import Diagonal as Diagonal
-from ._identity import Identity as Identity, ShapeSpec as ShapeSpec, Zero as Zero
+from ._identity import (
+    Identity as Identity,
+    ShapeSpec as ShapeSpec,
+    Zero as Zero,
+    check_same_rank as check_same_rank,
+)
 from ._linop import (
+    Labelled as Labelled,
     NamedLinop as NamedLinop,
     SameDims as SameDims,
+    adjoint_label as adjoint_label,
     all_dims as all_dims,
     check_input as check_input,
+    check_label as check_label,
     dims_field as dims_field,
     map_dims as map_dims,
     relabel as relabel,

@@ -1,5 +1,6 @@
 """The operator algebra that `NamedLinop` uses (see `jaxlinops._core._linop.Algebra`):
-composition, sums, scaling, the generic adjoint and the normal."""
+composition, sums, scaling, the generic adjoint, the normal, splitting, and the base of
+classes written to torchlinops' protocol."""
 
 from __future__ import annotations
 
@@ -13,10 +14,15 @@ from jax.core import Tracer
 from ._add import Add
 from ._adjoint import Adjoint
 from ._chain import Chain
+from ._custom import FunctionLinop
 from ._linop import NamedLinop
 from ._masks import split_arrays
 from ._normal import fold_normal, with_oshape
 from ._scalar import Scalar
+from ._tiles import Tile, split as checked_split
+
+function_base = FunctionLinop
+tile_type = Tile
 
 
 def compose(outer: NamedLinop, inner: NamedLinop) -> NamedLinop:
@@ -41,7 +47,18 @@ def scale(op: NamedLinop, c, side: str) -> NamedLinop:
 
 
 def split(op: NamedLinop, tile: Mapping[str, slice]) -> NamedLinop:
-    """The tile of `op` that its `tiling()` declares (`split_arrays`)."""
+    """`NamedLinop.split(op, tile)`.
+
+    A user's `{dim: slice}` (torchlinops' call, keys dim names or `NamedDimension`s) is
+    checked by `jaxlinops.split`, which calls `op.split` with a `Tile`. A `Tile` goes to
+    the operator's own `split`, or is sliced as its `tiling()` declares (`split_arrays`).
+    """
+    if not isinstance(tile, Tile):
+        by_name = {str(d): s for d, s in tile.items()} if isinstance(tile, Mapping) else tile
+        return checked_split(op, by_name)
+    own = type(op).split
+    if own is not NamedLinop.split:  # `NamedLinop.split(A, tile)` for an `A` with its own
+        return own(op, tile)
     t = op.tiling()
     return split_arrays(op, tile, t.arrays, t.batch, t.zeroed)
 

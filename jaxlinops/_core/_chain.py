@@ -6,7 +6,7 @@ import jax
 
 from .._dims import Dims, fmt, next_unused, resolve, shapes_match
 from ._containers import Container, as_linops, call_adjoint, consistent_size
-from ._linop import NamedLinop, all_dims, relabel
+from ._linop import NamedLinop, adjoint_label, all_dims, check_label, relabel
 
 
 class Chain(Container):
@@ -19,7 +19,13 @@ class Chain(Container):
 
     linops: tuple[NamedLinop, ...]
 
-    def __init__(self, *linops: NamedLinop):
+    def __init__(self, *linops: NamedLinop, name: str | None = None):
+        """**Arguments:**
+
+        - `linops`: the operators, in execution order.
+        - `name`: a display name, shown by `repr` (and `A.H` as `name.H`) and in errors.
+        """
+        self.label = check_label("Chain", name)
         ops = list(as_linops("Chain", linops))
         for i in range(len(ops) - 1):
             ops[i], ops[i + 1] = _link(ops[i], ops[i + 1], i)
@@ -47,7 +53,8 @@ class Chain(Container):
         return y
 
     def adjoint(self) -> NamedLinop:
-        return Chain(*(op.adjoint() for op in reversed(self.linops)))
+        adjoints = (op.adjoint() for op in reversed(self.linops))
+        return Chain(*adjoints, name=adjoint_label(self.label))
 
     def _normal(self, inner: NamedLinop | None) -> NamedLinop:
         """Folded from the outside in: `A_1.normal(... A_n.normal(inner))`, so each

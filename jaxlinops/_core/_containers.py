@@ -7,13 +7,14 @@ from equinox import AbstractVar
 
 from .._arrays import promote
 from ._coupling import Coupling, strongest
-from ._linop import NamedLinop, all_dims, check_input
+from ._linop import Labelled, NamedLinop, all_dims, check_input
 from ._tiles import split_children
 
 
-class Container(NamedLinop):
+class Container(Labelled):
     """An operator made of the sub-operators `linops` (its `children`): a dim couples as
-    strongly as in the child that couples it most, and a tile is every child's tile."""
+    strongly as in the child that couples it most, and a tile is every child's tile. It
+    may carry a display name (`name=`, its `label`)."""
 
     linops: AbstractVar[tuple[NamedLinop, ...]]
 

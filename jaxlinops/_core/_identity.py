@@ -14,7 +14,8 @@ from ._linop import NamedLinop, dims_field
 from ._tiles import tile_length
 
 
-def _same_rank(name: str, ishape: Dims, oshape: Dims) -> None:
+def check_same_rank(name: str, ishape: Dims, oshape: Dims) -> None:
+    """Raise a ValueError unless `ishape` and `oshape` map one to one (an identity)."""
     if len(ishape) != len(oshape) or (ELLIPSIS in ishape) != (ELLIPSIS in oshape):
         raise ValueError(
             f"`{name}` maps each input dim to one output dim; got ishape {fmt(ishape)} and "
@@ -38,7 +39,7 @@ class Identity(NamedLinop):
         self.oshape = self.ishape if oshape is None else as_dims(oshape)
 
     def __check_init__(self):
-        _same_rank("Identity", self.ishape, self.oshape)
+        check_same_rank("Identity", self.ishape, self.oshape)
 
     @property
     def name(self) -> str:

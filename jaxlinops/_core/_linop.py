@@ -6,13 +6,18 @@ The base class defines what every operator has: application with input checks, `
 without a cycle. Instead the algebra is one object, an `Algebra`, that
 `jaxlinops._core` installs with `use_algebra` when the package is imported; the base
 class calls it for composition, sums, scaling, adjoints and normals.
+
+A class written to torchlinops' protocol (static `fn(linop, x)` and `adj_fn(linop, x)`,
+`super().__init__(NamedShape(ishape, oshape))`, attributes set in `__init__`) derives
+from the algebra's `function_base` instead of `NamedLinop` (see `_LinopMeta`).
 """
 
 import abc
 import dataclasses
+import functools
 import numbers
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Protocol, overload
+from typing import TYPE_CHECKING, Protocol, dataclass_transform, overload
 
 import equinox as eqx
 import jax
@@ -22,6 +27,7 @@ from jax.typing import ArrayLike
 
 from .._arrays import as_array, check_dtype, check_rank, dim_sizes
 from .._dims import Dims, fmt, substitute, unique
+from ..nameddim import NamedShape
 from ._coupling import Coupling, Tiling
 
 if TYPE_CHECKING:
@@ -46,7 +52,50 @@ else:
         return eqx.field(metadata={"stacked": True}, **kwargs)
 
 
-class NamedLinop(eqx.Module):
+_ALGEBRA: "list[Algebra]" = []  # the installed algebra (`use_algebra`)
+
+
+# Type checkers read `dataclass_transform` on an operator's own metaclass only, not on the
+# metaclass it derives from (equinox's): repeated here, as equinox declares it, so that every
+# operator's generated `__init__` is seen.
+@dataclass_transform(field_specifiers=(dataclasses.field, eqx.field))
+class _LinopMeta(type(eqx.Module)):
+    """`NamedLinop`'s metaclass: it reads classes written to torchlinops' protocol.
+
+    - A static `split(linop, tile)` is the method `split(self, tile)`: the same function,
+      bound to the operator (`A.split(tile)` and `type(A).split(A, tile)` both work). A
+      class's `split` receives a checked `Tile`: called with a user's `{dim: slice}`, it
+      goes through `NamedLinop.split` first (`_takes_tiles`).
+    - A direct subclass of `NamedLinop` that defines `fn` or `adj_fn` and not `apply` is
+      a torchlinops-style operator: it derives from the algebra's `function_base`, which
+      runs those functions and holds the attributes its `__init__` sets.
+    """
+
+    def __new__(mcs, name, bases, namespace, **kwargs):
+        split = namespace.get("split")
+        if split is not None:
+            namespace["split"] = _takes_tiles(getattr(split, "__func__", split))
+        if _ALGEBRA and {"fn", "adj_fn"} & namespace.keys() and "apply" not in namespace:
+            base = algebra().function_base
+            bases = tuple(base if b is NamedLinop else b for b in bases)
+        return super().__new__(mcs, name, bases, namespace, **kwargs)
+
+
+def _takes_tiles(impl: Callable) -> Callable:
+    """A class's `split(linop, tile)`, called with a user's `{dim: slice}` (torchlinops'
+    call `A.split(tile)`), checks it first: `NamedLinop.split` turns it into a `Tile` and
+    calls back."""
+
+    @functools.wraps(impl)
+    def split(linop, tile):
+        if not isinstance(tile, algebra().tile_type):
+            return algebra().split(linop, tile)
+        return impl(linop, tile)
+
+    return split
+
+
+class NamedLinop(eqx.Module, metaclass=_LinopMeta):
     r"""Abstract base of all named-dimension linear operators.
 
     A linop $A$ maps arrays laid out by `ishape` to arrays laid out by `oshape`. Concrete
@@ -56,7 +105,10 @@ class NamedLinop(eqx.Module):
     `size` to return cheaper or specialised operators.
 
     Every linop has `A(x)`, `A.H`, `A.N`, `A @ B`, `A + B`, `A - B`, `c * A`, `-A`,
-    `A.size(dim)` and `A.dims`.
+    `A.size(dim)`, `A.dims` and `A.shape`, and torchlinops' static `fn`, `adj_fn`,
+    `normal_fn`, `split` and `adj_split`. Classes may also be written to torchlinops'
+    protocol (`fn` and `adj_fn` instead of `apply` and `apply_adjoint`; see
+    `docs/custom-operators.md`).
     """
 
     ishape: AbstractVar[Dims]
@@ -133,12 +185,45 @@ class NamedLinop(eqx.Module):
         one with its own `split` overrides both."""
         return Coupling.NONE if dim in self.tiling().dims else Coupling.GLOBAL
 
-    def split(self, tile: Mapping[str, slice]) -> "NamedLinop":
-        """The tile $Q_t A P_t^T$ for `tile = {dim: slice}` (use `jaxlinops.split`, which
-        checks the tile). Tiled dims this operator does not have are ignored; a tiled dim
-        of its own that `tiling()` does not declare is refused with a ValueError. The
-        default slices what `tiling()` declares."""
-        return algebra().split(self, tile)
+    def split(linop, tile: Mapping[str, slice]) -> "NamedLinop":
+        """The tile $Q_t A P_t^T$ for `tile = {dim: slice}`, as `jaxlinops.split(A, tile)`.
+
+        Called as torchlinops does, `NamedLinop.split(A, tile)` or `A.split(tile)`, with
+        dim names or `NamedDimension`s as keys, the tile is checked as `jaxlinops.split`
+        checks it (a dim `A` lacks is refused) and dispatched to the operator's own
+        `split`. Operators override this method (named `split(self, tile)` or a static
+        `split(linop, tile)`) and receive a checked `Tile`, which may name dims of other
+        operators of a container (ignored); a tiled dim of its own that `tiling()` does
+        not declare is refused with a ValueError. The default slices what `tiling()`
+        declares.
+        """
+        return algebra().split(linop, tile)
+
+    def adj_split(linop, tile: Mapping[str, slice]) -> "NamedLinop":
+        """torchlinops' `adj_split`: the adjoint of the tile of the adjoint,
+        `split(A.H, tile).H`, which is the tile `split(A, tile)` (a tile names dims, not
+        sides)."""
+        return NamedLinop.split(linop.adjoint(), tile).adjoint()
+
+    @staticmethod
+    def fn(linop: "NamedLinop", x: jax.Array, /, context=None) -> jax.Array:
+        """torchlinops' forward function: $A x$ (`linop.apply(x)`, no input checks).
+
+        A class written to torchlinops' protocol defines it instead of `apply`.
+        `context` (torch's CUDA synchronisation) is accepted and ignored.
+        """
+        return linop.apply(x)
+
+    @staticmethod
+    def adj_fn(linop: "NamedLinop", x: jax.Array, /, context=None) -> jax.Array:
+        """torchlinops' adjoint function: $A^H x$ (`linop.apply_adjoint(x)`)."""
+        return linop.apply_adjoint(x)
+
+    @staticmethod
+    def normal_fn(linop: "NamedLinop", x: jax.Array, /, context=None) -> jax.Array:
+        """torchlinops' normal function: $A^H A x$. A class written to torchlinops'
+        protocol may define a cheaper one; `A.N` then applies it."""
+        return linop.adj_fn(linop, linop.fn(linop, x))
 
     def flatten(self) -> "tuple[NamedLinop, ...]":
         """The operators this one contributes to a Chain (Chain returns its children)."""
@@ -153,6 +238,13 @@ class NamedLinop(eqx.Module):
     def dims(self) -> Dims:
         """Dims of `ishape` and `oshape`, in order, without repeats."""
         return unique(self.ishape + self.oshape)
+
+    @property
+    def shape(self) -> NamedShape:
+        """`NamedShape(ishape, oshape)`, torchlinops' `A.shape`: a new object on each
+        access, so changing it does not change `A` (operators are immutable; build a
+        renamed operator with `jaxlinops.rename`)."""
+        return NamedShape(self.ishape, self.oshape)
 
     @property
     def children(self) -> "tuple[NamedLinop, ...]":
@@ -230,6 +322,31 @@ class SameDims(NamedLinop):
         return self.ioshape
 
 
+class Labelled(NamedLinop):
+    """An operator with an optional display name (torchlinops' `name=`): the `label`
+    replaces the class name in its repr and error messages."""
+
+    label: str | None = eqx.field(default=None, static=True, kw_only=True)
+
+    @property
+    def name(self) -> str:
+        return self.label or type(self).__name__
+
+
+def check_label(owner: str, name) -> str | None:
+    """A `name=` argument: None or a string."""
+    if name is not None and not isinstance(name, str):
+        raise TypeError(f"`{owner}(name=...)` expects a string or None; got {name!r:.40}.")
+    return name
+
+
+def adjoint_label(label: str | None) -> str | None:
+    """The label of an adjoint: `"A"` -> `"A.H"`, `"A.H"` -> `"A"` (as torchlinops)."""
+    if label is None:
+        return None
+    return label.removesuffix(".H") if label.endswith(".H") else label + ".H"
+
+
 class Algebra(Protocol):
     """What the base class builds; implemented by `jaxlinops._core._algebra`."""
 
@@ -254,11 +371,15 @@ class Algebra(Protocol):
         ...
 
     def split(self, op: NamedLinop, tile: Mapping[str, slice]) -> NamedLinop:
-        """The tile of `op` that its `tiling()` declares."""
+        """`NamedLinop.split(op, tile)`: a user's tile checked, a `Tile` dispatched to the
+        operator's own `split` or sliced as its `tiling()` declares."""
         ...
 
+    function_base: type
+    """The base of classes written to torchlinops' protocol (see `_LinopMeta`)."""
 
-_ALGEBRA: list[Algebra] = []
+    tile_type: type
+    """The checked tile that `split` implementations receive (`Tile`)."""
 
 
 def use_algebra(impl: Algebra) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from .. import config
 from .._arrays import promote
 from .._dims import ELLIPSIS, Dims, as_dims, fmt, is_suffix, next_unused, resolve, substitute
 from ._chain import Chain
@@ -76,17 +77,20 @@ def fold_normal(op: NamedLinop, inner: NamedLinop | None) -> NamedLinop:
        `Scalar` in `inner` (or in the chain it is) is taken out and applied last, so a
        scaled operator keeps its structured normal: `(c * A).N` is $|c|^2 A^H A$.
     3. An `inner` that only renames dims (an `Identity`) is absorbed: $A^H I A = A^H A$,
-       and the output dims are renamed to what it implies.
+       and the output dims are renamed to what it implies. With
+       `config.reduce_identity_in_normal = False` (torchlinops' flag) it is kept: the
+       normal is the chain $A, I, A^H$ (the same operator, without the structured normal).
     4. The operator's `_normal(inner)` hook (Toeplitz NUFFT, Gram Dense, ...), else the
        default chain $A, \mathrm{inner}, A^H$ with the adjoint's unshared dims renamed.
     """
     scale, inner = pull_scalars(align_inner(op, inner))
-    if inner is None or isinstance(inner, Identity):
+    identity = isinstance(inner, Identity)
+    if inner is None or (identity and getattr(config, "reduce_identity_in_normal", True)):
         oshape = normal_oshape(op, None if inner is None else inner.oshape)
         folded = op._normal(None)
         folded = with_oshape(default_normal(op) if folded is None else folded, oshape)
     else:
-        folded = op._normal(inner)
+        folded = None if identity else op._normal(inner)
         folded = default_normal(op, inner) if folded is None else folded
     return folded if scale is None else scaled_output(folded, scale)
 

@@ -191,18 +191,18 @@ def tile_grid(
 
 
 def split_linop(
-    A: NamedLinop, batch_sizes: Mapping[str, int], sizes: Mapping[str, int] | None = None
+    linop: NamedLinop, batch_sizes: Mapping[str, int], sizes: Mapping[str, int] | None = None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The tile grid of `A` for `batch_sizes = {dim: tile size}`, as torchlinops.
+    """The tile grid of `linop` for `batch_sizes = {dim: tile size}`, as torchlinops.
 
     Each batched dim of size $n$ and tile size $b$ gets $\\lceil n / b \\rceil$ tiles
     (the last one may be ragged), so the grid has shape `(ceil(n_d / b_d), ...)` in the
     order of `batch_sizes`. Returns three object arrays of that shape: the tile operators
-    (`split(A, tile)`), and per tile the input and output slices, one per dim of
-    `A.ishape` / `A.oshape` (`slice(None)` where not batched).
+    (`split(linop, tile)`), and per tile the input and output slices, one per dim of
+    `linop.ishape` / `linop.oshape` (`slice(None)` where not batched).
 
-    `sizes` gives the sizes of batched dims that `A` does not fix (e.g. a pure batch dim,
-    whose size only the input determines).
+    `sizes` (jaxlinops only) gives the sizes of batched dims that `linop` does not fix
+    (e.g. a pure batch dim, whose size only the input determines).
     """
     given = dict(sizes or {})
     known: dict[str, int] = {}
@@ -210,19 +210,19 @@ def split_linop(
         if not isinstance(b, int) or isinstance(b, bool) or b <= 0:
             raise ValueError(f"`split_linop`: the tile size of dim {d!r} must be a positive "
                              f"integer; got {b!r}.")  # fmt: skip
-        n = A.size(d)
+        n = linop.size(d)
         if n is None:
             n = given.get(d)
         if n is None:
             raise ValueError(
-                f"`split_linop`: {A.name} ({fmt(A.ishape)} -> {fmt(A.oshape)}) does not fix "
-                f"the size of dim {d!r}; pass it as `sizes={{{d!r}: n}}`."
+                f"`split_linop`: {linop.name} ({fmt(linop.ishape)} -> {fmt(linop.oshape)}) does "
+                f"not fix the size of dim {d!r}; pass it as `sizes={{{d!r}: n}}`."
             )
         known[d] = n
     shape, grid = tile_grid(known, batch_sizes)
     tiles, ins, outs = (np.empty(shape, object) for _ in range(3))
     for index, tile in grid:
-        tiles[index] = split(A, tile)
-        ins[index] = [tile.get(d, slice(None)) for d in A.ishape]
-        outs[index] = [tile.get(d, slice(None)) for d in A.oshape]
+        tiles[index] = split(linop, tile)
+        ins[index] = [tile.get(d, slice(None)) for d in linop.ishape]
+        outs[index] = [tile.get(d, slice(None)) for d in linop.oshape]
     return tiles, ins, outs

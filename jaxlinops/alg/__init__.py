@@ -2,10 +2,17 @@
 `power_method`, `singular_value_decomposition`, `polynomial_preconditioner` (with
 `polynomial_coefficients`) and `to_lineax`.
 
+Their arguments are torchlinops', in its order (jaxlinops' own are keyword-only), and they
+return what torchlinops returns; `return_info=True` returns the whole record (`CGResult`,
+`PowerMethodResult`, `SVDResult`), with the residual or eigenvalue history. torchlinops'
+module paths (`alg.pcg`, `alg.poly`, `alg.powermethod`, `alg.svd`) re-export them.
+
 All run inside `jax.jit` (their loops are `lax.while_loop`s), on complex data, and on
-sharded operators and vectors.
+sharded operators and vectors; with `progress` (default: in a terminal or notebook, with
+tqdm installed) a tqdm bar follows the iterations, also inside `jax.jit`.
 """
 
+from . import pcg as pcg, poly as poly, powermethod as powermethod, svd as svd
 from ._cg import CGResult as CGResult, conjugate_gradients as conjugate_gradients
 from ._lineax import to_lineax as to_lineax
 from ._poly import (
@@ -13,12 +20,16 @@ from ._poly import (
     polynomial_preconditioner as polynomial_preconditioner,
 )
 from ._power import (
+    PowerMethodResult as PowerMethodResult,
+    SVDResult as SVDResult,
     power_method as power_method,
     singular_value_decomposition as singular_value_decomposition,
 )
 
 __all__ = [
     "CGResult",
+    "PowerMethodResult",
+    "SVDResult",
     "conjugate_gradients",
     "to_lineax",
     "polynomial_coefficients",

@@ -2,30 +2,31 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Literal, NamedTuple, overload
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 from jax import lax
-from jax.core import Tracer
 from jax.typing import ArrayLike
 
+from .._progress import Tracker
 from ._common import (
     DimsOrAxes,
     Operator,
     as_count,
+    as_flag,
     as_tolerance,
     as_vector,
     check_operator,
     inner,
     max_abs,
     norm,
-    progress_bar,
     resolve_axes,
     result_dtype,
     safe_divide,
     square_output,
+    tracker_for,
 )
 
 _NAME = "conjugate_gradients"
@@ -58,14 +59,17 @@ class _CGSettings(eqx.Module):
 
     - `axes`: the axes of `y` that inner products sum over (the others index systems).
     - `max_num_iters`: the largest number of iterations (static: it sizes the history).
-    - `gtol`: the relative residual tolerance (a Python float, or a traced scalar).
-    - `atol`: the absolute residual tolerance (a Python float, or a traced scalar).
+    - `check`: whether systems stop when they meet the tolerances (False:
+      `disable_tracking`, every system runs `max_num_iters` iterations).
+    - `gtol`, `atol`, `ltol`: the tolerances (Python floats, or traced scalars).
     """
 
     axes: tuple[int, ...] = eqx.field(static=True)
     max_num_iters: int = eqx.field(static=True)
+    check: bool = eqx.field(static=True)
     gtol: float | jax.Array
     atol: float | jax.Array
+    ltol: float | jax.Array
 
 
 class _State(NamedTuple):
@@ -78,23 +82,80 @@ class _State(NamedTuple):
     r: jax.Array
     p: jax.Array
     rz: jax.Array
+    decrease: jax.Array  # the decrease of the loss since x0, per system
     active: jax.Array
     breakdown: jax.Array
     num_iters: jax.Array
     history: jax.Array
 
 
+@overload
+def conjugate_gradients(
+    A: Operator,
+    y: ArrayLike,
+    x0: ArrayLike | None = ...,
+    max_num_iters: int = ...,
+    gtol: float | jax.Array = ...,
+    ltol: float | jax.Array = ...,
+    disable_tracking: bool = ...,
+    tqdm_kwargs: dict | None = ...,
+    *,
+    P: Operator | None = ...,
+    atol: float | jax.Array = ...,
+    batch_dims: DimsOrAxes = ...,
+    progress: bool | None = ...,
+    return_info: Literal[False] = ...,
+) -> jax.Array: ...
+@overload
+def conjugate_gradients(
+    A: Operator,
+    y: ArrayLike,
+    x0: ArrayLike | None = ...,
+    max_num_iters: int = ...,
+    gtol: float | jax.Array = ...,
+    ltol: float | jax.Array = ...,
+    disable_tracking: bool = ...,
+    tqdm_kwargs: dict | None = ...,
+    *,
+    P: Operator | None = ...,
+    atol: float | jax.Array = ...,
+    batch_dims: DimsOrAxes = ...,
+    progress: bool | None = ...,
+    return_info: Literal[True],
+) -> CGResult: ...
+@overload
+def conjugate_gradients(
+    A: Operator,
+    y: ArrayLike,
+    x0: ArrayLike | None = ...,
+    max_num_iters: int = ...,
+    gtol: float | jax.Array = ...,
+    ltol: float | jax.Array = ...,
+    disable_tracking: bool = ...,
+    tqdm_kwargs: dict | None = ...,
+    *,
+    P: Operator | None = ...,
+    atol: float | jax.Array = ...,
+    batch_dims: DimsOrAxes = ...,
+    progress: bool | None = ...,
+    return_info: bool = ...,
+) -> jax.Array | CGResult: ...
 def conjugate_gradients(
     A: Operator,
     y: ArrayLike,
     x0: ArrayLike | None = None,
-    P: Operator | None = None,
     max_num_iters: int = 20,
     gtol: float | jax.Array = 1e-6,
+    ltol: float | jax.Array = 0.0,
+    disable_tracking: bool = False,
+    tqdm_kwargs: dict | None = None,
+    *,
+    P: Operator | None = None,
     atol: float | jax.Array = 0.0,
     batch_dims: DimsOrAxes = None,
-    progress: bool = False,
-) -> CGResult:
+    progress: bool | None = None,
+    return_info: bool = False,
+) -> jax.Array | CGResult:
     r"""Solve $A x = y$ for a Hermitian positive (semi)definite $A$ by conjugate gradients,
     optionally preconditioned by a Hermitian positive definite $P \approx A^{-1}$.
 
@@ -103,14 +164,18 @@ def conjugate_gradients(
     $p = z + (\langle r, z\rangle_\text{new} / \langle r, z\rangle) p$: one application of
     $A$ (and of $P$) per iteration. The residual $r = y - A x$ is updated, not recomputed,
     so tracking it costs no extra matvec. A system stops when
-    $\|r\| \le \max(\mathrm{gtol}\,\|y\|, \mathrm{atol})$ (`converged`), or at a breakdown:
+    $\|r\| \le \max(\mathrm{gtol}\,\|y\|, \mathrm{atol})$ (`converged`), at a breakdown:
     $\langle p, Ap\rangle \le 0$ or $\langle r, P r\rangle \le 0$ before convergence
-    (`breakdown`, and `converged` is False). With no `x0`, a zero `y` gives a zero `x`.
+    (`breakdown`, and `converged` is False), or, with `ltol > 0`, when its last step
+    decreased the quadratic loss $\ell(x) = x^H A x - 2\,\mathrm{Re}\,x^H y$ by at most
+    `ltol` times its total decrease since $x_0$ (it stagnates; `converged` still reports
+    the residual test). That decrease is $\alpha \langle r, z\rangle$, known without
+    another matvec. With no `x0`, a zero `y` gives a zero `x`.
 
     **Hermitian positive definite `A` only.** CG does not check it (that would cost extra
     applications of `A`): on a non-Hermitian or indefinite `A` it may break down, stall
     or reach `max_num_iters`. Its residual is still $y - A x$, so `converged` stays
-    truthful: always check it (and `breakdown`). For such operators use a lineax solver
+    truthful: always check it (`return_info=True`). For such operators use a lineax solver
     (`to_lineax`, `lx.GMRES`) or solve the normal equations $A^H A x = A^H y$.
 
     Scaling: each system is solved as $A (x / s) = y / s$, $s$ its largest entry of $y$
@@ -118,32 +183,50 @@ def conjugate_gradients(
     float32 entries of 1e19 or 1e-30 solve as any others). NaN or Inf in `y`, `x0` or
     `A`'s output give a NaN `x` with `converged` False, also under `jax.jit`.
 
-    The loop is a `lax.while_loop`: the solver runs inside `jax.jit` and is compiled when
-    called eagerly. Inner products are elementwise sums, so sharded operators and vectors
-    (e.g. from `jl.create_batched_linop`) work unchanged.
+    The loop is a `lax.while_loop`: the solver runs inside `jax.jit` and `jax.vmap`, and
+    is compiled when called eagerly. Inner products are elementwise sums, so sharded
+    operators and vectors (e.g. from `jl.create_batched_linop`) work unchanged.
 
-    **Arguments:**
+    **Arguments** (the first eight as in torchlinops, in its order):
 
     - `A`: a NamedLinop or any linear callable mapping `y`'s shape to itself (typically
       `A.N`, with `y = A.H(b)` for least squares).
     - `y`: the right-hand side.
     - `x0`: the starting point (default zero), shaped like `y`.
-    - `P`: a preconditioner, applied to residuals (e.g. `polynomial_preconditioner`).
     - `max_num_iters`: at most this many iterations (an integer >= 1).
-    - `gtol`, `atol`: relative and absolute residual tolerances (real numbers >= 0).
+    - `gtol`: the residual tolerance, **relative** to $\|y\|$ (torchlinops': absolute,
+      default 1e-3), a real number >= 0.
+    - `ltol`: the loss-stagnation tolerance described above, **relative** to the loss
+      decrease so far, and sufficient on its own (torchlinops: an absolute change of the
+      loss, required together with `gtol`, default 1e-5). Default 0: off.
+    - `disable_tracking`: True runs all `max_num_iters` iterations, with no convergence
+      test (as torchlinops; a system still stops at a breakdown or a zero residual). The
+      residual history is recorded either way, at no cost.
+    - `tqdm_kwargs`: keyword arguments for the tqdm bar (e.g. `{"desc": "SENSE"}`).
+
+    Keyword-only (jaxlinops):
+
+    - `P`: a preconditioner, applied to residuals (e.g. `polynomial_preconditioner`).
+    - `atol`: an absolute residual tolerance (a real number >= 0).
     - `batch_dims`: dims of `y` (names of `A.ishape`, or axis numbers) that index
       independent systems: inner products sum over the other axes, and each system has its
       own step sizes and stops on its own.
-    - `progress`: show a progress bar (tqdm if installed, else log lines on the
-      `jaxlinops.alg` logger). Runs the iterations from Python; not inside `jax.jit`.
+    - `progress`: show a tqdm bar, updated from inside the compiled loop (also under
+      `jax.jit` and `jax.vmap`). None (default): `jaxlinops.config.progress`, else only in
+      a terminal or notebook. Without tqdm, no bar.
+    - `return_info`: return a `CGResult` instead of the solution alone.
 
-    **Returns** a `CGResult` `(x, num_iters, residual_norms, converged, breakdown)`.
+    **Returns** the solution `x` (as torchlinops), or with `return_info=True` a
+    `CGResult` `(x, num_iters, residual_norms, converged, breakdown)`.
     """
     check_operator(A, _NAME)
     if P is not None:
         check_operator(P, _NAME, "P")
     max_num_iters = as_count(max_num_iters, _NAME, "max_num_iters")
     gtol, atol = as_tolerance(gtol, _NAME, "gtol"), as_tolerance(atol, _NAME, "atol")
+    ltol = as_tolerance(ltol, _NAME, "ltol")
+    check = not as_flag(disable_tracking, _NAME, "disable_tracking")
+    tracker = tracker_for(progress, max_num_iters, "CG", tqdm_kwargs, _NAME)
     y = as_vector(y, _NAME, "y")
     dtypes = [y.dtype, square_output(A, y, _NAME)]
     if x0 is not None:
@@ -156,10 +239,9 @@ def conjugate_gradients(
     dtype = result_dtype(_NAME, *dtypes)
     batch = resolve_axes(A, y.ndim, batch_dims, _NAME)
     axes = tuple(a for a in range(y.ndim) if a not in batch)
-    settings = _CGSettings(axes, max_num_iters, gtol, atol)
-    if progress:
-        return _solve_with_progress(A, P, y.astype(dtype), x0, settings)
-    return _solve(A, P, y.astype(dtype), x0, settings)
+    settings = _CGSettings(axes, max_num_iters, check, gtol, atol, ltol)
+    result = _solve(A, P, y.astype(dtype), x0, settings, tracker)
+    return result if as_flag(return_info, _NAME, "return_info") else result.x
 
 
 def _apply_in_dtype(op, v: jax.Array) -> jax.Array:
@@ -194,7 +276,8 @@ def _init(A, P, y, x0, settings: _CGSettings) -> _State:
         r=r,
         p=z,
         rz=jnp.real(inner(r, z, axes)),
-        active=rnorm > threshold,
+        decrease=jnp.zeros(rnorm.shape, real),
+        active=rnorm > (threshold if settings.check else 0),
         breakdown=jnp.zeros(rnorm.shape, bool),
         num_iters=jnp.zeros(rnorm.shape, jnp.int32),
         history=history.at[0].set(jnp.squeeze(rnorm, axes)),
@@ -208,16 +291,21 @@ def _step(A, P, settings: _CGSettings, s: _State) -> _State:
     # pAp <= 0: A is not positive definite along p, and the step would be wrong; a NaN pAp
     # (non-finite data) steps, so that the NaN reaches x
     step = s.active & ~(pAp <= 0)
-    alpha = jnp.where(step, s.rz / jnp.where(step, pAp, 1), 0).astype(s.x.dtype)
+    alpha = jnp.where(step, s.rz / jnp.where(step, pAp, 1), 0)
+    # the step lowers the loss x^H A x - 2 Re x^H y by alpha <r, z>
+    decrease = alpha * s.rz
+    alpha = alpha.astype(s.x.dtype)
     x = s.x + alpha * s.p
     r = s.r - alpha * Ap
     z = r if P is None else _apply_in_dtype(P, r)
     rz = jnp.real(inner(r, z, axes))
     beta = safe_divide(rz, s.rz).astype(s.x.dtype)
     rnorm = jnp.sqrt(rz) if P is None else norm(r, axes)
-    unconverged = rnorm > s.threshold
+    unconverged = rnorm > (s.threshold if settings.check else 0)
     # rz <= 0 with r unconverged: P is not positive definite
     breakdown = s.active & ((pAp <= 0) | (unconverged & (rz <= 0)))
+    ltol = jnp.asarray(settings.ltol, decrease.dtype)
+    stagnated = settings.check & (decrease <= ltol * (s.decrease + decrease))
     return _State(
         scale=s.scale,
         threshold=s.threshold,
@@ -226,7 +314,8 @@ def _step(A, P, settings: _CGSettings, s: _State) -> _State:
         r=r,
         p=z + beta * s.p,
         rz=rz,
-        active=s.active & unconverged & ~breakdown,
+        decrease=s.decrease + decrease,
+        active=s.active & unconverged & ~breakdown & ~stagnated,
         breakdown=s.breakdown | breakdown,
         num_iters=s.num_iters + s.active.astype(jnp.int32),
         history=s.history.at[s.k + 1].set(jnp.squeeze(jnp.where(s.active, rnorm, jnp.nan), axes)),
@@ -252,32 +341,20 @@ def _result(settings: _CGSettings, s: _State) -> CGResult:
 
 
 @eqx.filter_jit
-def _solve(A, P, y, x0, settings: _CGSettings) -> CGResult:
+def _solve(A, P, y, x0, settings: _CGSettings, tracker: Tracker | None) -> CGResult:
+    site = 0 if tracker is None else tracker.site()  # unused without a tracker
+
+    def step(s: _State) -> _State:
+        s = _step(A, P, settings, s)
+        if tracker is not None:
+            scale = jnp.squeeze(s.scale, settings.axes)
+            tracker.step(site, s.k, residual=jnp.nanmax(s.history[s.k] * scale))
+        return s
+
     state = _init(A, P, y, x0, settings)
     state = lax.while_loop(
-        lambda s: (s.k < settings.max_num_iters) & jnp.any(s.active),
-        lambda s: _step(A, P, settings, s),
-        state,
+        lambda s: (s.k < settings.max_num_iters) & jnp.any(s.active), step, state
     )
+    if tracker is not None:
+        tracker.finish(site, state.k)
     return _result(settings, state)
-
-
-def _solve_with_progress(A, P, y, x0, settings: _CGSettings) -> CGResult:
-    if isinstance(y, Tracer):
-        raise ValueError(f"`{_NAME}`: progress=True runs from Python; it cannot run inside jit.")
-    state = _init_jit(A, P, y, x0, settings)
-    bar = progress_bar(settings.max_num_iters, "CG")
-    try:
-        while int(state.k) < settings.max_num_iters and bool(jnp.any(state.active)):
-            state = _step_jit(A, P, settings, state)
-            bar.update(1)
-            scale = jnp.squeeze(state.scale, settings.axes)
-            bar.set_postfix(residual=float(jnp.nanmax(state.history[state.k] * scale)))
-    finally:
-        bar.close()
-    return _result_jit(settings, state)
-
-
-_init_jit = eqx.filter_jit(_init)
-_step_jit = eqx.filter_jit(_step)
-_result_jit = eqx.filter_jit(_result)

@@ -1,12 +1,10 @@
 """What the solvers share: operator and shape checks, axes from dim names, inner products
-that work on sharded arrays, and optional progress reporting."""
+that work on sharded arrays, flags, and the progress bars' trackers."""
 
 from __future__ import annotations
 
-import logging
 import math
 from collections.abc import Callable, Sequence
-from typing import Protocol
 
 import jax
 import jax.numpy as jnp
@@ -17,11 +15,10 @@ from jax.typing import DTypeLike
 from .._arrays import as_array, as_size
 from .._core import NamedLinop
 from .._dims import ELLIPSIS
+from .._progress import Tracker, enabled
 
 Operator = Callable[[jax.Array], jax.Array]
 DimsOrAxes = str | int | Sequence[str | int] | None
-
-logger = logging.getLogger("jaxlinops.alg")
 
 
 def check_operator(A: object, name: str, role: str = "A") -> None:
@@ -158,34 +155,23 @@ def safe_divide(num: jax.Array, den: jax.Array) -> jax.Array:
     return jnp.where(nonzero, num / jnp.where(nonzero, den, 1), 0)
 
 
-class ProgressBar(Protocol):
-    """What the solvers use of a progress bar (a subset of tqdm's interface)."""
-
-    def update(self, n: int = 1) -> object: ...
-
-    def set_postfix(self, *, residual: float) -> None: ...
-
-    def close(self) -> None: ...
+def as_flag(value: object, name: str, arg: str) -> bool:
+    """A Python or numpy bool (static: it picks what is compiled)."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"`{name}({arg}=...)` expects True or False; got {value!r:.60}.")
+    return bool(value)
 
 
-def progress_bar(total: int, desc: str) -> ProgressBar:
-    """A tqdm bar when tqdm is installed, otherwise a logger that reports each update."""
-    try:
-        from tqdm.auto import tqdm
-    except ImportError:
-        return _LogProgress(desc)
-    return tqdm(total=total, desc=desc)
-
-
-class _LogProgress:
-    def __init__(self, desc: str):
-        self.desc, self.n = desc, 0
-
-    def update(self, n: int = 1) -> None:
-        self.n += n
-
-    def set_postfix(self, **values: object) -> None:
-        logger.info("%s: iteration %d, %s", self.desc, self.n, values)
-
-    def close(self) -> None:
-        pass
+def tracker_for(
+    progress: object, total: int, desc: str, tqdm_kwargs: object, name: str
+) -> Tracker | None:
+    """The tracker of a solver's progress bar, or None when no bar shows (see
+    `jaxlinops._progress.enabled`: `progress`, else the config, else a terminal or
+    notebook with tqdm installed)."""
+    flag = None if progress is None else as_flag(progress, name, "progress")
+    if tqdm_kwargs is not None and not isinstance(tqdm_kwargs, dict):
+        raise TypeError(
+            f"`{name}(tqdm_kwargs=...)` expects a dict of tqdm keyword arguments or None; "
+            f"got {type(tqdm_kwargs).__name__}."
+        )
+    return Tracker.create(total, desc, tqdm_kwargs) if enabled(flag) else None

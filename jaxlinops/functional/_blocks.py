@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+import warnings
 from collections.abc import Sequence
 
 import jax
@@ -17,6 +18,8 @@ from jax.typing import ArrayLike
 from .._arrays import as_array, as_sizes, promote_inexact
 
 _IN_BOUNDS = lax.GatherScatterMode.PROMISE_IN_BOUNDS
+# torchlinops' names of the array and block-size arguments of array_to_blocks/blocks_to_array
+_TORCH_ARGS = ("input", "block_shape")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,80 +48,129 @@ class BlockGeometry:
 
 
 def get_nblocks(
-    im_size: Sequence[int], block_size: Sequence[int], stride: Sequence[int] | None = None
+    im_size: Sequence[int], block_size: Sequence[int], block_stride: Sequence[int] | None = None
 ) -> tuple[int, ...]:
-    """The number of complete blocks per axis, `(im - block) // stride + 1`.
+    """The number of complete blocks per axis, `(im - block) // block_stride + 1`.
 
     Incomplete blocks at the end of an axis are dropped:
-    `get_nblocks((7, 7), (3, 3), (2, 2)) == (3, 3)`. `stride` defaults to all ones.
+    `get_nblocks((7, 7), (3, 3), (2, 2)) == (3, 3)`. `block_stride` defaults to all ones.
     """
-    return block_geometry("get_nblocks", im_size, block_size, stride).nblocks
+    return block_geometry(
+        "get_nblocks", im_size, block_size, block_stride, stride_arg="block_stride"
+    ).nblocks
 
 
 def array_to_blocks(
-    x: jax.Array,
-    block_size: Sequence[int],
+    input: jax.Array,
+    block_shape: Sequence[int],
     stride: Sequence[int] | None = None,
     mask: ArrayLike | None = None,
+    out: object = None,
 ) -> jax.Array:
-    r"""Extract (possibly overlapping) blocks from the last $D$ axes of `x` ("unfold").
+    r"""Extract (possibly overlapping) blocks from the last $D$ axes of `input` ("unfold").
 
-    $y[b, k, p] = x[b, k \cdot s + p]$ per axis: `x` of shape `[B..., *im]` with
-    `D = len(block_size)` gives `[B..., *nblocks, *block_size]`, where
-    `nblocks = get_nblocks(im, block_size, stride)`. With a boolean `mask` of shape
-    `block_size` only the masked block entries are kept, in row-major order:
+    $y[b, k, p] = x[b, k \cdot s + p]$ per axis: `input` of shape `[B..., *im]` with
+    `D = len(block_shape)` gives `[B..., *nblocks, *block_shape]`, where
+    `nblocks = get_nblocks(im, block_shape, stride)`. With a boolean `mask` of shape
+    `block_shape` only the masked block entries are kept, in row-major order:
     `[B..., *nblocks, nnz(mask)]`. The adjoint is [`blocks_to_array`][].
 
-    **Arguments:**
+    **Arguments** (torchlinops' names and order):
 
-    - `x`: the array; its last `D` axes are the image.
-    - `block_size`: the `D` block sizes.
+    - `input`: the array; its last `D` axes are the image.
+    - `block_shape`: the `D` block sizes.
     - `stride`: the `D` steps between block starts (default all ones).
-    - `mask`: an optional boolean array of shape `block_size`.
+    - `mask`: an optional boolean array of shape `block_shape`.
+    - `out`: torchlinops' output buffer. JAX arrays are immutable, so it cannot be
+      filled: passing one warns (code that reads `out` afterwards would read stale
+      values) and the result is returned as usual.
     """
-    x = as_array(x, "`array_to_blocks(x=...)`")
-    ndim = len(as_sizes(block_size, "`array_to_blocks(block_size=...)`", None))
-    if x.ndim < ndim:
-        raise ValueError(
-            f"`array_to_blocks`: a {ndim}D block needs an array with at least {ndim} axes; "
-            f"got an array of shape {tuple(x.shape)}."
-        )
-    im = tuple(x.shape[x.ndim - ndim :])
-    return _unfold(x, block_geometry("array_to_blocks", im, block_size, stride, mask))
+    ignored_out("array_to_blocks", "out", out)
+    return to_blocks("array_to_blocks", input, block_shape, stride, mask, _TORCH_ARGS)
 
 
 def blocks_to_array(
-    y: jax.Array,
+    input: jax.Array,
     im_size: Sequence[int],
-    block_size: Sequence[int],
+    block_shape: Sequence[int],
     stride: Sequence[int] | None = None,
     mask: ArrayLike | None = None,
+    out: object = None,
 ) -> jax.Array:
     r"""Sum blocks back into an array of size `im_size` ("fold"), the adjoint of
     [`array_to_blocks`][].
 
-    `y` of shape `[B..., *nblocks, *block_size]` (or `[B..., *nblocks, nnz(mask)]` with a
-    `mask`) gives `[B..., *im_size]`; overlapping blocks add up, and image samples that no
-    block covers are zero.
+    `input` of shape `[B..., *nblocks, *block_shape]` (or `[B..., *nblocks, nnz(mask)]`
+    with a `mask`) gives `[B..., *im_size]`; overlapping blocks add up, and image samples
+    that no block covers are zero.
 
-    **Arguments:**
+    **Arguments** (torchlinops' names and order):
 
-    - `y`: the blocks.
+    - `input`: the blocks.
     - `im_size`: the `D` sizes of the output image.
-    - `block_size`, `stride`, `mask`: as for [`array_to_blocks`][].
+    - `block_shape`, `stride`, `mask`, `out`: as for [`array_to_blocks`][].
 
     Integer or bool blocks raise a TypeError: the overlap-add would overflow silently.
     """
-    (y,) = promote_inexact("blocks_to_array", as_array(y, "`blocks_to_array(y=...)`"))
-    geometry = block_geometry("blocks_to_array", im_size, block_size, stride, mask)
+    ignored_out("blocks_to_array", "out", out)
+    return from_blocks("blocks_to_array", input, im_size, block_shape, stride, mask, _TORCH_ARGS)
+
+
+def to_blocks(
+    name: str,
+    x: object,
+    block_size: Sequence[int],
+    stride: Sequence[int] | None,
+    mask: ArrayLike | None,
+    args: tuple[str, str],
+) -> jax.Array:
+    """[`array_to_blocks`][] checked under the name `name`; `args` are the names of the
+    array and block-size arguments, as errors quote them."""
+    x_arg, block_arg = args
+    x = as_array(x, f"`{name}({x_arg}=...)`")
+    ndim = len(as_sizes(block_size, f"`{name}({block_arg}=...)`", None))
+    if x.ndim < ndim:
+        raise ValueError(
+            f"`{name}`: a {ndim}D block needs an array with at least {ndim} axes; "
+            f"got an array of shape {tuple(x.shape)}."
+        )
+    im = tuple(x.shape[x.ndim - ndim :])
+    return _unfold(x, block_geometry(name, im, block_size, stride, mask, block_arg=block_arg))
+
+
+def from_blocks(
+    name: str,
+    y: object,
+    im_size: Sequence[int],
+    block_size: Sequence[int],
+    stride: Sequence[int] | None,
+    mask: ArrayLike | None,
+    args: tuple[str, str],
+) -> jax.Array:
+    """[`blocks_to_array`][] checked under the name `name`, `args` as for [`to_blocks`][]."""
+    x_arg, block_arg = args
+    (y,) = promote_inexact(name, as_array(y, f"`{name}({x_arg}=...)`"))
+    geometry = block_geometry(name, im_size, block_size, stride, mask, block_arg=block_arg)
     core = geometry.nblocks + geometry.entries
     if y.ndim < len(core) or tuple(y.shape[y.ndim - len(core) :]) != core:
         raise ValueError(
-            f"`blocks_to_array`: expected the last {len(core)} axes of the blocks to have "
+            f"`{name}`: expected the last {len(core)} axes of the blocks to have "
             f"sizes {core} (nblocks, then block entries); got an array of shape "
             f"{tuple(y.shape)}."
         )
     return _fold(y, geometry)
+
+
+def ignored_out(name: str, arg: str, out: object) -> None:
+    """Warn that torchlinops' output buffer `out` of `name` is not filled (JAX arrays are
+    immutable); None passes silently."""
+    if out is not None:
+        warnings.warn(
+            f"`{name}({arg}=...)`: JAX arrays are immutable, so the buffer is not filled; "
+            f"use the returned array instead.",
+            UserWarning,
+            stacklevel=3,
+        )
 
 
 def block_counts(geometry: BlockGeometry) -> jax.Array:
@@ -134,16 +186,18 @@ def block_geometry(
     stride: Sequence[int] | None,
     mask: ArrayLike | None = None,
     im_arg: str = "im_size",
+    block_arg: str = "block_size",
+    stride_arg: str = "stride",
 ) -> BlockGeometry:
     """The validated [`BlockGeometry`][]; errors name `name` and the argument (`im_arg` for
-    the array size). Non-integral sizes (`4.5`) raise a ValueError, traced or non-numeric
-    ones a TypeError (see `jaxlinops._arrays.as_sizes`); the mask is checked by
-    [`block_mask`][]."""
+    the array size, `block_arg` and `stride_arg` for the others). Non-integral sizes
+    (`4.5`) raise a ValueError, traced or non-numeric ones a TypeError (see
+    `jaxlinops._arrays.as_sizes`); the mask is checked by [`block_mask`][]."""
     im = as_sizes(im_size, f"`{name}({im_arg}=...)`", None)
-    block = as_sizes(block_size, f"`{name}(block_size=...)`", None)
+    block = as_sizes(block_size, f"`{name}({block_arg}=...)`", None)
     if stride is None:
         stride = (1,) * len(block)
-    stride = as_sizes(stride, f"`{name}(stride=...)`", None)
+    stride = as_sizes(stride, f"`{name}({stride_arg}=...)`", None)
     if not block or len(im) != len(block) or len(stride) != len(block):
         raise ValueError(
             f"`{name}`: the array size, block size and stride need the same (non-zero) "

@@ -3,17 +3,23 @@
 from __future__ import annotations
 
 import math
+import os
+import warnings
 from collections.abc import Sequence
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.core import Tracer
+from jax.typing import ArrayLike
 
 from .._arrays import as_array, as_sizes, promote
 
 
-def index(vals: jax.Array, idx: Sequence[jax.Array]) -> jax.Array:
+def index(
+    vals: jax.Array, idx: Sequence[jax.Array], deterministic_backward: bool = False
+) -> jax.Array:
     r"""Gather the last `len(idx)` axes of `vals` at integer points.
 
     $y[b, m] = v[b, i_1[m], \dots, i_D[m]]$: `vals` has shape `[B..., *grid]` with
@@ -29,7 +35,15 @@ def index(vals: jax.Array, idx: Sequence[jax.Array]) -> jax.Array:
 
     - `vals`: the array to sample.
     - `idx`: a tuple of `D` integer arrays of identical shape, one per sampled axis.
+      (torchlinops also takes slices here; jaxlinops does not: use
+      `jnp.arange` indices.)
+    - `deterministic_backward`: torchlinops' choice between a fast, nondeterministic and a
+      slower, deterministic gradient. In JAX the gradient of this gather is a scatter-add,
+      which is deterministic on CPU and TPU; on a GPU it is deterministic only when XLA is
+      run with `XLA_FLAGS=--xla_gpu_deterministic_ops=true`. The flag cannot change that
+      from here: `True` on a GPU without that XLA flag warns, otherwise it has no effect.
     """
+    _check_deterministic(deterministic_backward)
     vals = as_array(vals, "`index(vals=...)`")
     idx = _as_indices("index", idx)
     if vals.ndim < len(idx):
@@ -69,6 +83,81 @@ def index_adjoint(vals: jax.Array, idx: Sequence[jax.Array], grid_size: Sequence
             f"got `vals` of shape {tuple(vals.shape)}."
         )
     return scatter(vals, checked_range("index_adjoint", idx, grid, negative=True), grid)
+
+
+def mask2idx(mask: ArrayLike) -> tuple[jax.Array, ...]:
+    """The indices of the True entries of a boolean `mask`, one integer array per axis
+    (row-major order), as `numpy.nonzero`: `index(vals, mask2idx(mask))` is
+    `vals[..., mask]`.
+
+    The number of entries depends on the values, so `mask` must be concrete (not traced).
+    """
+    if isinstance(mask, Tracer):
+        raise TypeError(
+            "`mask2idx(mask=...)`: the mask must be concrete (a numpy or JAX array known at "
+            "trace time), as it fixes how many indices there are; got a traced array."
+        )
+    array = np.asarray(mask)
+    if array.dtype != np.bool_:
+        raise TypeError(f"`mask2idx(mask=...)` must be a boolean array; got dtype {array.dtype}.")
+    return tuple(jnp.asarray(i) for i in np.nonzero(array))
+
+
+def slice2range(slice_obj: slice, n: int) -> range:
+    """The indices a slice selects from `n` entries, as torchlinops computes them:
+    `slice2range(slice(None, None, -1), 3) == range(2, -1, -1)`."""
+    step = 1 if slice_obj.step is None else slice_obj.step
+    start = slice_obj.start if slice_obj.start is not None else (0 if step > 0 else n - 1)
+    stop = slice_obj.stop if slice_obj.stop is not None else (n if step > 0 else -1)
+    return range(start, stop, step)
+
+
+def canonicalize_idx(idx: ArrayLike, dim: int = -1) -> tuple[jax.Array, ...]:
+    """An index array `[B1..., D, B2...]` as a `D`-tuple of `[B1..., B2...]` arrays (the
+    form [`index`][] takes), split along axis `dim`."""
+    idx = as_array(idx, "`canonicalize_idx(idx=...)`")
+    return tuple(jnp.take(idx, i, axis=dim) for i in range(idx.shape[dim]))
+
+
+def ensure_tensor_indexing(idx: Sequence, tshape: Sequence[int]) -> tuple[jax.Array, ...]:
+    """`idx` (integer arrays or slices) for an array of shape `tshape` as integer arrays
+    only: missing leading entries become `slice(None)`, and a slice of axis `d` becomes
+    its indices shaped to broadcast along that axis (trailing singleton axes)."""
+    if len(tshape) < len(idx):
+        raise ValueError(
+            f"`ensure_tensor_indexing`: {len(idx)} indices for a shape of {len(tshape)} axes."
+        )
+    idx = [slice(None)] * (len(tshape) - len(idx)) + list(idx)
+    out = []
+    for d, (size, i) in enumerate(zip(tshape, idx)):
+        if isinstance(i, slice):
+            indices = jnp.asarray(slice2range(i, size))
+            out.append(indices.reshape((-1,) + (1,) * (len(tshape) - d - 1)))
+        else:
+            out.append(as_array(i, f"`ensure_tensor_indexing(idx[{d}]=...)`"))
+    return tuple(out)
+
+
+def _check_deterministic(deterministic_backward: object) -> None:
+    """Validate `index(deterministic_backward=...)`; warn where it cannot be honoured."""
+    if not isinstance(deterministic_backward, (bool, np.bool_)):
+        raise TypeError(
+            f"`index(deterministic_backward=...)` must be a bool; got "
+            f"{type(deterministic_backward).__name__}."
+        )
+    flags = os.environ.get("XLA_FLAGS", "")
+    if (
+        deterministic_backward
+        and jax.default_backend() == "gpu"
+        and "--xla_gpu_deterministic_ops=true" not in flags
+    ):
+        warnings.warn(
+            "`index(deterministic_backward=True)`: on a GPU the gradient (a scatter-add) is "
+            "deterministic only with XLA_FLAGS=--xla_gpu_deterministic_ops=true, which is not "
+            "set; the gradient may vary in its last bits from run to run.",
+            UserWarning,
+            stacklevel=3,
+        )
 
 
 def gather(vals: jax.Array, idx: tuple[jax.Array, ...]) -> jax.Array:
@@ -122,7 +211,10 @@ def _as_indices(name: str, idx) -> tuple[jax.Array, ...]:
             raise TypeError(f"`{name}`: `idx[{d}]` must be an integer array; got {i.dtype}.")
     shapes = [tuple(i.shape) for i in arrays]
     if len(set(shapes)) > 1:
-        raise ValueError(f"`{name}`: the index arrays must share one shape; got shapes {shapes}.")
+        raise ValueError(
+            f"`{name}`: the index arrays must share one shape; got shapes {shapes} (torchlinops "
+            f"broadcasts them: pass `tuple(jnp.broadcast_arrays(*idx))`)."
+        )
     return promote(*arrays)
 
 

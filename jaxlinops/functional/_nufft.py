@@ -128,24 +128,84 @@ def nufft_plan(
     )
 
 
-def nufft(x: jax.Array, plan: NUFFTPlan) -> jax.Array:
+def nufft(
+    x: jax.Array, locs: ArrayLike | NUFFTPlan, oversamp: float = 1.25, width: float = 4.0
+) -> jax.Array:
     r"""The NUFFT $y_l \approx (\prod N)^{-1/2} \sum_n x[n]\, e^{-2\pi i \sum_d p_{l,d}
-    (n_d - N_d // 2) / N_d}$ of `x` `[B..., *grid_size]` at the plan's points: `[B..., L...]`.
+    (n_d - N_d // 2) / N_d}$ of `x` `[B..., *grid_size]` at the points: `[B..., L...]`.
 
     Interpolate mode computes `x * apodize -> center pad -> centered orthonormal FFT ->
     Kaiser–Bessel interpolation -> / scale`.
+
+    **Arguments** (torchlinops' names and order):
+
+    - `x`: the image; its last `D` axes are the grid (`grid_size = x.shape[-D:]`).
+    - `locs`: the points `[L..., D]` (as for [`nufft_plan`][]), or a plan from
+      [`nufft_plan`][] (which fixes `oversamp` and `width`, so these must keep their
+      defaults); reuse a plan to apply one transform many times.
+    - `oversamp`, `width`: as for [`nufft_plan`][].
     """
-    x = as_array(x, "`nufft(x)`")
+    x = as_array(x, "`nufft(x=...)`")
+    if isinstance(locs, NUFFTPlan):
+        plan = _given_plan("nufft", locs, oversamp, width)
+    else:
+        ndim = _point_ndim("nufft", locs)
+        grid = x.shape[max(x.ndim - ndim, 0) :]
+        plan = make_plan("nufft", locs, grid, oversamp, width, "interpolate", None)
     _check_trailing("nufft", x, plan.grid_size)
     return nufft_unchecked(x, plan)
 
 
-def nufft_adjoint(y: jax.Array, plan: NUFFTPlan) -> jax.Array:
+def nufft_adjoint(
+    x: jax.Array,
+    locs: ArrayLike | NUFFTPlan,
+    grid_size: Sequence[int] | None = None,
+    oversamp: float = 1.25,
+    width: float = 4.0,
+) -> jax.Array:
     """The adjoint of [`nufft`][]: `[B..., L...] -> [B..., *grid_size]`, the steps of
-    [`nufft`][] reversed and conjugated."""
-    y = as_array(y, "`nufft_adjoint(y)`")
-    _check_trailing("nufft_adjoint", y, plan.locs.shape[:-1])
-    return nufft_adjoint_unchecked(y, plan)
+    [`nufft`][] reversed and conjugated.
+
+    **Arguments** (torchlinops' names and order): `x`, the values at the points; `locs`,
+    the points or a plan (as for [`nufft`][]); `grid_size`, the `D` image sizes (needed
+    with points; with a plan, None or the plan's own); `oversamp`, `width` as for
+    [`nufft`][].
+    """
+    x = as_array(x, "`nufft_adjoint(x=...)`")
+    if isinstance(locs, NUFFTPlan):
+        plan = _given_plan("nufft_adjoint", locs, oversamp, width)
+        if grid_size is not None and tuple(grid_size) != plan.grid_size:
+            raise ValueError(
+                f"`nufft_adjoint(grid_size=...)`: the plan is for the grid {plan.grid_size}; "
+                f"got {tuple(grid_size)}."
+            )
+    elif grid_size is None:
+        raise TypeError("`nufft_adjoint`: `grid_size` is needed when `locs` are points.")
+    else:
+        plan = make_plan("nufft_adjoint", locs, grid_size, oversamp, width, "interpolate", None)
+    _check_trailing("nufft_adjoint", x, plan.locs.shape[:-1])
+    return nufft_adjoint_unchecked(x, plan)
+
+
+def _given_plan(name: str, plan: NUFFTPlan, oversamp: float, width: float) -> NUFFTPlan:
+    """`plan`, refusing an `oversamp` or `width` other than the defaults (the plan fixes
+    them)."""
+    if (oversamp, width) != DEFAULT_SETTINGS:
+        raise ValueError(
+            f"`{name}`: a plan fixes `oversamp` and `width` ({plan.oversamp}, {plan.width}); "
+            f"got oversamp={oversamp!r}, width={width!r} as well. Build the plan with them."
+        )
+    return plan
+
+
+def _point_ndim(name: str, locs: ArrayLike) -> int:
+    """`D`, the last axis length of the points `locs` (checked fully by `make_plan`)."""
+    shape = getattr(locs, "shape", None)
+    if shape is None:
+        shape = np.shape(locs)
+    if len(shape) < 1:
+        raise ValueError(f"`{name}(locs=...)`: expected points of shape [L..., D]; got a scalar.")
+    return int(shape[-1])
 
 
 @jax.jit

@@ -10,6 +10,7 @@ import jax
 
 from .._core import (
     Coupling,
+    Labelled,
     NamedLinop,
     Tile,
     Zero,
@@ -22,9 +23,10 @@ from .._core import (
 from .._dims import Dims
 
 
-class AbstractBlockOperator(NamedLinop):
+class AbstractBlockOperator(Labelled):
     """A block operator: the input is optionally split along `idim` between the children,
-    and the outputs are joined along `odim` or summed. Subclasses define how."""
+    and the outputs are joined along `odim` or summed. Subclasses define how. It may carry
+    a display name (`name=`, its `label`)."""
 
     linops: eqx.AbstractVar[tuple[NamedLinop, ...]]
     idim: eqx.AbstractVar[Dims]

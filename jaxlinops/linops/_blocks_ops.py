@@ -114,15 +114,15 @@ class _Blocks(NamedLinop):
         (y,) = promote_inexact(self.name, y)  # the overlap-add overflows in integers
         return blocks_to_array(y, self.grid_size, self.block_size, self.stride, self.block_mask)
 
-    def _args(self) -> tuple:
-        return (
-            self.grid_size,
-            self.block_size,
-            self.stride,
-            self.block_mask,
-            self.batch_shape,
-            self.array_shape,
-            self.blocks_shape,
+    def _args(self) -> dict:
+        return dict(
+            grid_size=self.grid_size,
+            block_size=self.block_size,
+            stride=self.stride,
+            mask=self.block_mask,
+            batch_shape=self.batch_shape,
+            array_shape=self.array_shape,
+            blocks_shape=self.blocks_shape,
         )
 
     def tiling(self) -> Tiling:
@@ -155,7 +155,7 @@ class ArrayToBlocks(_Blocks):
         return self._fold(y)
 
     def adjoint(self) -> NamedLinop:
-        return BlocksToArray(*self._args())
+        return BlocksToArray(**self._args())
 
     def _normal(self, inner: NamedLinop | None) -> NamedLinop | None:
         """Without `inner`: the overlap counts on the array, then a renaming of the array
@@ -175,7 +175,26 @@ class BlocksToArray(_Blocks):
     are those of [`ArrayToBlocks`][], whose operator is the adjoint. Integer or bool
     blocks raise a TypeError (the sums would overflow silently); extracting blocks
     ([`ArrayToBlocks`][]) copies entries and keeps any dtype.
+
+    The arguments follow torchlinops' order: `blocks_shape` (this operator's input)
+    before `array_shape` (its output).
     """
+
+    def __init__(
+        self,
+        grid_size: Sequence[int],
+        block_size: Sequence[int],
+        stride: Sequence[int] | None = None,
+        mask=None,
+        batch_shape: DimsLike = None,
+        blocks_shape: DimsLike = None,
+        array_shape: DimsLike = None,
+    ):
+        """**Arguments:** as for [`ArrayToBlocks`][], with `blocks_shape` and
+        `array_shape` in this order."""
+        super().__init__(
+            grid_size, block_size, stride, mask, batch_shape, array_shape, blocks_shape
+        )
 
     @property
     def ishape(self) -> Dims:
@@ -192,4 +211,4 @@ class BlocksToArray(_Blocks):
         return self._unfold(y)
 
     def adjoint(self) -> NamedLinop:
-        return ArrayToBlocks(*self._args())
+        return ArrayToBlocks(**self._args())

@@ -6,8 +6,17 @@ import itertools
 
 import jax.numpy as jnp
 
-from .._core import NamedLinop, as_linops, consistent_size, dims_field, most_specific, unify
-from .._dims import Dims, axis_of, fmt
+from .._core import (
+    NamedLinop,
+    adjoint_label,
+    as_linops,
+    check_label,
+    consistent_size,
+    dims_field,
+    most_specific,
+    unify,
+)
+from .._dims import Dims, as_dims, axis_of, fmt
 from ._block_operator import AbstractBlockOperator
 
 
@@ -16,7 +25,7 @@ def _one_dim(name: str, dim) -> Dims:
         return ()
     if not isinstance(dim, str):
         raise TypeError(f"`{name}` expects a dim name, got {type(dim).__name__} {dim!r}.")
-    return (dim,)
+    return as_dims((dim,))  # a `NamedDimension` becomes its name
 
 
 class Concat(AbstractBlockOperator):
@@ -35,13 +44,30 @@ class Concat(AbstractBlockOperator):
     idim: Dims = dims_field()
     odim: Dims = dims_field()
 
-    def __init__(self, *linops: NamedLinop, idim: str | None = None, odim: str | None = None):
+    def __init__(
+        self,
+        *linops: NamedLinop,
+        idim: str | None = None,
+        odim: str | None = None,
+        threaded: bool = True,
+        num_workers: int | None = None,
+        accumulate: bool = False,
+        name: str | None = None,
+        stream=None,
+    ):
         """**Arguments:**
 
         - `linops`: the blocks, all with the same `ishape` and `oshape`.
         - `idim`: the input dim along which the input is split between blocks.
         - `odim`: the output dim along which block outputs are concatenated.
+        - `name`: a display name, shown by `repr` and in errors.
+
+        torchlinops' scheduling options are accepted and ignored, since they cannot change
+        the result: `threaded` and `num_workers` (a thread per block; XLA schedules a
+        jitted program itself), `accumulate` (joining in batches to save memory) and
+        `stream` (a CUDA stream).
         """
+        self.label = check_label("Concat", name)
         self.linops = unify("Concat", as_linops("Concat", linops))
         self.idim = _one_dim("Concat(idim=...)", idim)
         self.odim = _one_dim("Concat(odim=...)", odim)
@@ -92,6 +118,7 @@ class Concat(AbstractBlockOperator):
             *(op.adjoint() for op in self.linops),
             idim=self.odim[0] if self.odim else None,
             odim=self.idim[0] if self.idim else None,
+            name=adjoint_label(self.label),
         )
 
 

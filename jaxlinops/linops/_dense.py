@@ -50,8 +50,10 @@ class Dense(NamedLinop):
         - `weight`: the array $W$, one axis per dim of `weightshape`.
         - `weightshape`, `ishape`, `oshape`: dims of the weight, the input and the output;
           give all three or none (then they are inferred from `weight.ndim`).
-        - `broadcast_dims`: weight dims stored with size 1 that broadcast over input and
-          output (they must be in both `ishape` and `oshape`).
+        - `broadcast_dims`: weight dims that a split does not slice (torchlinops' meaning).
+          Stored with size 1, such a dim broadcasts over input and output (it must then be
+          in both `ishape` and `oshape`); stored with its full size, it is an ordinary
+          dim of the weight (sliced by a split, as the result requires).
         """
         self.weight = as_array(weight, "`Dense(weight=...)`")
         given = [s is not None for s in (weightshape, ishape, oshape)]
@@ -84,9 +86,14 @@ class Dense(NamedLinop):
         _check_shapes(self)
 
     def size(self, dim: str) -> int | None:
-        if dim in self.weightshape and dim not in self.broadcast_dims:
+        if dim in self.weightshape and dim not in self._broadcasting():
             return self.weight.shape[self.weightshape.index(dim)]
         return None
+
+    def _broadcasting(self) -> Dims:
+        """The broadcast dims stored with size 1 (the others are ordinary weight dims)."""
+        shape = dict(zip(self.weightshape, self.weight.shape))
+        return tuple(d for d in self.broadcast_dims if shape.get(d) == 1)
 
     def tiling(self) -> Tiling:
         batch = tuple(d for d in self.ishape if d in self.oshape)
@@ -94,8 +101,9 @@ class Dense(NamedLinop):
 
     def _weight(self) -> tuple[jax.Array, Dims]:
         """The weight with broadcast axes dropped, and its dims."""
-        axes = tuple(i for i, d in enumerate(self.weightshape) if d in self.broadcast_dims)
-        dims = tuple(d for d in self.weightshape if d not in self.broadcast_dims)
+        broadcasting = self._broadcasting()
+        axes = tuple(i for i, d in enumerate(self.weightshape) if d in broadcasting)
+        dims = tuple(d for d in self.weightshape if d not in broadcasting)
         return jnp.squeeze(self.weight, axes), dims
 
     def _contract(self, x: jax.Array, conj: bool, src: Dims, dst: Dims) -> jax.Array:
@@ -184,10 +192,10 @@ def _check_shapes(op: Dense) -> None:
             if d != ELLIPSIS and d not in allowed:
                 raise ValueError(f"{where}: {msg.format(repr(d))}.")
     for d in op.broadcast_dims:
-        if d not in ws or d not in ish or d not in osh:
+        if d not in ws:
+            raise ValueError(f"{where}: broadcast dim {d!r} is not in weightshape.")
+        if op.weight.shape[ws.index(d)] == 1 and (d not in ish or d not in osh):
             raise ValueError(
-                f"{where}: broadcast dim {d!r} must be in weightshape, ishape and oshape."
+                f"{where}: broadcast dim {d!r} (weight size 1) must be in weightshape, "
+                f"ishape and oshape."
             )
-        n = op.weight.shape[ws.index(d)]
-        if n != 1:
-            raise ValueError(f"{where}: broadcast dim {d!r} has weight size {n}, not 1.")

@@ -18,6 +18,7 @@ from .._core import (
     dims_field,
     identity_normal,
     mask_padded,
+    normal_oshape,
     tile_length,
 )
 from .._dims import ELLIPSIS, Dims, DimsLike, as_dims, axis_of, fmt
@@ -163,8 +164,12 @@ class SumReduce(NamedLinop):
     r"""$y = \sum_{d \notin \mathrm{oshape}} x$: sum over the dims of `ishape` not in `oshape`.
 
     Dims: `ishape -> oshape`, where `oshape` is `ishape` with the summed dims removed.
-    The adjoint [`jaxlinops.Repeat`][] broadcasts back to the summed dims, so it needs
-    their sizes: pass them as `axes_lengths`.
+    The adjoint [`jaxlinops.Repeat`][] repeats into the summed dims to the sizes in
+    `axes_lengths`; a summed dim without a length gets a size-1 axis there that broadcasts
+    (a `Repeat` broadcast dim), as torchlinops' `SumReduce(...).H` does. The normal
+    $\mathbf{1}\mathbf{1}^T$ (`SumRepeat`) sums and repeats back to the size of
+    the input it is applied to, lengths given or not; its summed dims are renamed
+    (`B -> B1`).
     """
 
     ishape: Dims = dims_field()
@@ -178,8 +183,8 @@ class SumReduce(NamedLinop):
 
         - `ishape`: the input dims, e.g. `"A B C"`.
         - `oshape`: `ishape` with the summed dims removed, e.g. `"A B"`.
-        - `axes_lengths`: sizes of the summed dims, e.g. `{"C": 4}`; required to apply the
-          adjoint.
+        - `axes_lengths` (jaxlinops only): sizes of the summed dims, e.g. `{"C": 4}`,
+          for the adjoint to repeat into (else it returns size-1 axes there).
         """
         self.ishape = as_dims(ishape)
         self.oshape = as_dims(oshape)
@@ -204,21 +209,48 @@ class SumReduce(NamedLinop):
         return _sum(x, self.ishape, self.oshape)
 
     def apply_adjoint(self, y: jax.Array) -> jax.Array:
-        lengths = dict(self.axes_lengths)
-        missing = [d for d in _extra(self.ishape, self.oshape) if d not in lengths]
-        if missing:
-            example = ", ".join(f"{d!r}: n" for d in missing)
-            raise ValueError(
-                f"`SumReduce.H` repeats into the summed dims {missing} but does not know "
-                f"their sizes; pass them as `SumReduce(..., axes_lengths={{{example}}})`."
-            )
-        return _broadcast(y, self.oshape, self.ishape, lengths)
+        return _broadcast(y, self.oshape, self.ishape, self._lengths())
+
+    def _lengths(self) -> dict[str, int]:
+        """`axes_lengths`, and 1 for each summed dim without a length."""
+        return {**{d: 1 for d in _extra(self.ishape, self.oshape)}, **dict(self.axes_lengths)}
 
     def adjoint(self) -> NamedLinop:
         lengths = dict(self.axes_lengths)
-        if all(d in lengths for d in _extra(self.ishape, self.oshape)):
-            return Repeat(lengths, self.oshape, self.ishape)
-        return super().adjoint()
+        singleton = [d for d in _extra(self.ishape, self.oshape) if d not in lengths]
+        return Repeat(lengths, self.oshape, self.ishape, singleton)
+
+    def _normal(self, inner: NamedLinop | None) -> NamedLinop | None:
+        if inner is not None:
+            return None
+        return SumRepeat(self.ishape, normal_oshape(self), _extra(self.ishape, self.oshape))
+
+
+class SumRepeat(NamedLinop):
+    r"""$y = \mathbf{1}\mathbf{1}^T x$ over the `summed` dims: sum over them, then repeat
+    the sum back to their size in $x$. The normal of [`SumReduce`][] (self-adjoint).
+
+    Dims: `ishape -> oshape`, the same dims position by position except for the summed
+    ones, which `oshape` names differently (`B -> B1`).
+    """
+
+    ishape: Dims = dims_field()
+    oshape: Dims = dims_field()
+    summed: Dims = dims_field()
+
+    def tiling(self) -> Tiling:
+        return Tiling(batch=[d for d in self.ishape if d not in self.summed])
+
+    def apply(self, x: jax.Array) -> jax.Array:
+        axes = tuple(axis_of(self.ishape, d) for d in self.summed)
+        return jnp.broadcast_to(jnp.sum(x, axis=axes, keepdims=True), x.shape)
+
+    def apply_adjoint(self, y: jax.Array) -> jax.Array:
+        return self.adjoint().apply(y)
+
+    def adjoint(self) -> NamedLinop:
+        summed = tuple(self.oshape[self.ishape.index(d)] for d in self.summed)
+        return SumRepeat(self.oshape, self.ishape, summed)
 
 
 class Repeat(NamedLinop):
@@ -296,9 +328,9 @@ class Repeat(NamedLinop):
         return _sum(y, self.oshape, self.ishape)
 
     def adjoint(self) -> NamedLinop:
-        if self.broadcast_dims:
-            return super().adjoint()
-        return SumReduce(self.oshape, self.ishape, dict(self.n_repeats))
+        """[`SumReduce`][], with the lengths of the dims that are not broadcast."""
+        lengths = {d: n for d, n in self.n_repeats if d not in self.broadcast_dims}
+        return SumReduce(self.oshape, self.ishape, lengths)
 
     def _normal(self, inner: NamedLinop | None) -> NamedLinop | None:
         """Without `inner`: `Scalar(prod(n_repeats))` on `ishape`."""

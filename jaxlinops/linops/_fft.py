@@ -9,7 +9,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._core import NamedLinop, Tiling, dims_field, identity_normal, normal_oshape
+from .._core import Identity, NamedLinop, Tiling, dims_field
 from .._default_dims import GRID_DIMS, KSPACE_DIMS
 from .._dims import ELLIPSIS, Dims, DimsLike, as_dims, fmt
 from ..functional._fft import centered_fftn
@@ -29,7 +29,8 @@ class FFT(NamedLinop):
 
     The adjoint is the true conjugate transpose for every `norm`: `ifftn` with
     `"backward"` and `"forward"` swapped. The normal $F^H F$ is the identity for
-    `"ortho"` and $n\,I$ (`"backward"`) or $I/n$ (`"forward"`) for a grid of $n$ points.
+    `"ortho"` and $n\,I$ (`"backward"`) or $I/n$ (`"forward"`) for a grid of $n$ points;
+    as in torchlinops it keeps the input dims (`(..., Nx, Ny) -> (..., Nx, Ny)`).
     Real inputs give complex outputs.
     """
 
@@ -44,8 +45,9 @@ class FFT(NamedLinop):
         ndim: int,
         batch_shape: DimsLike = None,
         grid_shapes: tuple[DimsLike, DimsLike] | None = None,
-        norm: str | None = "ortho",
         centered: bool = False,
+        *,
+        norm: str | None = "ortho",
     ):
         """**Arguments:**
 
@@ -54,9 +56,10 @@ class FFT(NamedLinop):
         - `grid_shapes`: `(primal, dual)`, the `ndim` input and output grid dims
           (default `("Nx", "Ny", "Nz")[:ndim]` and `("Kx", "Ky", "Kz")[:ndim]`; needed
           for `ndim > 3`).
-        - `norm`: `"ortho"` (unitary), `"backward"` (or None) or `"forward"`, as in
-          `numpy.fft`.
         - `centered`: put the origin at the center sample of each axis.
+        - `norm` (keyword only; torchlinops has no such argument and is always
+          `"ortho"`): `"ortho"` (unitary), `"backward"` (or None) or `"forward"`, as in
+          `numpy.fft`.
         """
         self.batch_shape = as_dims(batch_shape, ELLIPSIS)
         self.primal_shape, self.dual_shape = _grid_shapes(ndim, grid_shapes)
@@ -104,13 +107,16 @@ class FFT(NamedLinop):
     def apply_adjoint(self, y: jax.Array) -> jax.Array:
         return self._transform(y, True, _ADJOINT_NORM[self.norm])
 
-    def _normal(self, inner: NamedLinop | None) -> NamedLinop | None:
+    def normal(self, inner: NamedLinop | None = None) -> NamedLinop:
+        """Without `inner`, torchlinops' `FFT.N`: $n^p I$ on the input dims, which it keeps
+        (`Identity(ishape)` for `"ortho"`; the folding rules would rename them,
+        `Nx -> Nx1`). With `inner`, the folding rules of `NamedLinop.normal`."""
         if inner is not None:
-            return None
+            return super().normal(inner)
         power = _NORMAL_POWER[self.norm]
         if power == 0:
-            return identity_normal(self)
-        return GridScale(self.ishape, normal_oshape(self), self.ndim, power)
+            return Identity(self.ishape)
+        return GridScale(self.ishape, self.ishape, self.ndim, power)
 
 
 class GridScale(NamedLinop):

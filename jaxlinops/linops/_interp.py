@@ -16,6 +16,7 @@ from ..functional._gridding import point_order
 from ..functional._interp import grid_points, ungrid
 from ..functional._kernels import (
     KernelSettings,
+    as_number,
     check_locs,
     check_locs_in_grid,
     kernel_settings,
@@ -92,7 +93,9 @@ class Interpolate(NamedLinop):
         - `pad_mode`: `"circular"` (indices wrap around) or `"zero"` (grid points beyond the
           edges count as zeros; the points must lie in `[0, N - 1]`).
         - `kernel_params`: a mapping of kernel parameters; Kaiser–Bessel takes `beta`
-          (default 1.0, far from the NUFFT-optimal values of about 7 to 14).
+          (default 1.0, far from the NUFFT-optimal values of about 7 to 14). As in
+          torchlinops (which always carries a `beta`), the spline kernel accepts a `beta`
+          and ignores it: the spline has no parameter. Other keys are an error.
         """
         self.locs = as_array(locs, "`Interpolate(locs=...)`")
         check_locs("Interpolate", self.locs)
@@ -102,9 +105,8 @@ class Interpolate(NamedLinop):
         self.locs_batch_shape = as_dims(locs_batch_shape, ordinal_wildcards(1, nbatch))
         self.grid_shape = as_dims(grid_shape, GRID_DIMS[:ndim] if ndim <= len(GRID_DIMS) else None)
         grid = _checked_grid(self.grid_size, ndim)
-        settings = kernel_settings(
-            "Interpolate", grid, width, kernel, norm, pad_mode, kernel_params
-        )
+        params = _without_unused_beta(kernel, kernel_params)
+        settings = kernel_settings("Interpolate", grid, width, kernel, norm, pad_mode, params)
         self.width, self.kernel, self.norm = settings.width, settings.kernel, settings.norm
         self.pad_mode, self.kernel_params = settings.pad_mode, settings.kernel_params
         check_locs_in_grid("Interpolate", self.locs, self.grid_size, pad_mode)
@@ -180,3 +182,14 @@ def _checked_grid(grid_size: tuple[int, ...], ndim: int) -> tuple[int, ...]:
             f"{grid_size}."
         )
     return grid_size
+
+
+def _without_unused_beta(kernel: str, kernel_params):
+    """`kernel_params` less a `beta` (checked to be a number) for the spline kernel, which
+    has no parameter: torchlinops passes `beta` to every kernel and the spline ignores it."""
+    if kernel != "spline" or kernel_params is None:
+        return kernel_params
+    params = dict(kernel_params)
+    if "beta" in params:
+        as_number("Interpolate", "kernel_params['beta']", params.pop("beta"), 0.0)
+    return params

@@ -6,7 +6,9 @@ from collections.abc import Sequence
 
 import equinox as eqx
 import jax
+import jax.numpy as jnp
 
+from .._arrays import as_array, as_inexact, as_sizes
 from .._core import Coupling, NamedLinop, dims_field, mask_padded, slice_arrays
 from .._default_dims import GRID_DIMS, KSPACE_DIMS
 from .._dims import ELLIPSIS, Dims, DimsLike, as_dims, fmt, size_of
@@ -73,6 +75,7 @@ class NUFFT(NamedLinop):
         input_shape: DimsLike = None,
         input_kshape: DimsLike = None,
         batch_shape: DimsLike = None,
+        *,
         oversamp: float = 1.25,
         width: float = 4.0,
         mode: str = "interpolate",
@@ -81,8 +84,11 @@ class NUFFT(NamedLinop):
         toeplitz_oversamp: float = 2.0,
         eps: float | None = None,
         backend: str | None = None,
+        skip_prep_locs: bool = False,
+        toeplitz_dtype=None,
     ):
-        """**Arguments:**
+        """**Arguments** (the first six in torchlinops' order; the rest, torchlinops'
+        `**options` and jaxlinops' own, keyword only):
 
         - `locs`: a real array `[L..., D]` of frequencies in cycles per field of view,
           $[-N/2, N/2]$ per axis (any finite value, taken modulo $N$;
@@ -108,7 +114,14 @@ class NUFFT(NamedLinop):
         - `backend`: `"auto"`, `"jax"`, `"pallas"` or `"finufft"`, or None for
           `jaxlinops.config.nufft_backend` (default `"auto"`); see
           [`jaxlinops.functional.nufft_plan`][]. The resolved one is `plan.backend`.
+        - `skip_prep_locs`: `locs` are already in padded-grid units, as
+          [`NUFFT.prep_locs`][] returns them for this `oversamp` (torchlinops' option);
+          they are converted back to cycles per field of view.
+        - `toeplitz_dtype`: accepted for torchlinops and ignored: the Toeplitz kernel is
+          computed in the precision of `locs` (torchlinops' default is complex64).
         """
+        if skip_prep_locs:
+            locs = _unprep_locs(locs, grid_size, oversamp)
         self.plan = make_plan(
             "NUFFT", locs, grid_size, oversamp, width, mode, apodize_weights, eps, backend
         )
@@ -184,3 +197,45 @@ class NUFFT(NamedLinop):
 
     def _normal(self, inner: NamedLinop | None) -> NamedLinop | None:
         return toeplitz_normal(self, inner) if self.toeplitz else None
+
+    @staticmethod
+    def prep_locs(locs, grid_size, padded_size, pad_mode: str = "circular") -> jax.Array:
+        r"""torchlinops' `NUFFT.prep_locs`: points in cycles per field of view,
+        $[-N/2, N/2]$, to padded-grid units $p \, N_{pad} / N + \lfloor N_{pad}/2 \rfloor$,
+        wrapped into $[0, N_{pad})$ (`pad_mode="circular"`) or clipped to
+        $[0, N_{pad} - 1]$ (`"zero"`). Returns a floating-point array `[..., D]`."""
+        out, npad = scaled_locs("NUFFT.prep_locs", locs, grid_size, padded_size, pad_mode)
+        return jnp.clip(out, 0, npad - 1) if pad_mode == "zero" else jnp.remainder(out, npad)
+
+
+def scaled_locs(name: str, locs, grid_size, padded_size, pad_mode: str):
+    """`(locs * N_pad / N + N_pad // 2, N_pad)`: `locs` `[..., D]` (cycles per field of
+    view) in padded-grid units, not yet wrapped or clipped; the arguments of torchlinops'
+    `prep_locs` are checked (errors name `name`)."""
+    locs = as_inexact(as_array(locs, f"`{name}(locs=...)`"))
+    grid = as_sizes(grid_size, f"`{name}(grid_size=...)`", 1)
+    padded = as_sizes(padded_size, f"`{name}(padded_size=...)`", 1)
+    if len(grid) != len(padded) or locs.ndim == 0 or locs.shape[-1] != len(grid):
+        raise ValueError(
+            f"`{name}`: locs must have shape [..., D] with D = len(grid_size) = "
+            f"len(padded_size); got locs of shape {tuple(locs.shape)}, grid_size {grid} and "
+            f"padded_size {padded}."
+        )
+    if pad_mode not in ("circular", "zero"):
+        raise ValueError(f"`{name}`: pad_mode must be 'circular' or 'zero'; got {pad_mode!r}.")
+    n, npad = (_trailing(sizes, locs) for sizes in (grid, padded))
+    return locs * npad / n + npad // 2, npad
+
+
+def _trailing(sizes: tuple[int, ...], locs: jax.Array) -> jax.Array:
+    """`sizes` as an array of `locs`' dtype and rank, along its last axis."""
+    return jnp.asarray(sizes, locs.dtype).reshape((1,) * (locs.ndim - 1) + (len(sizes),))
+
+
+def _unprep_locs(locs, grid_size, oversamp) -> jax.Array:
+    """Points in padded-grid units (for `oversamp`) back to cycles per field of view."""
+    locs = as_inexact(as_array(locs, "`NUFFT(locs=...)`"))
+    grid = as_sizes(grid_size, "`NUFFT(grid_size=...)`", 1)
+    oversamp = as_number("NUFFT", "oversamp", oversamp, 1.0)
+    n, npad = _trailing(grid, locs), _trailing(tuple(int(g * oversamp) for g in grid), locs)
+    return (locs - npad // 2) * (n / npad)

@@ -192,3 +192,7 @@ def check_image_shapes(op, sizes: tuple[tuple[int, ...], tuple[int, ...]]) -> No
                 f"{where}: dim {d!r} would have size {n_in} in the input and {n_out} in the "
                 f"output; name the resized dims differently in `in_shape` and `out_shape`."
             )
+
+
+PadLast = Pad
+"""torchlinops' name for [`Pad`][] (an alias there too)."""

@@ -78,21 +78,25 @@ class Sampling(NamedLinop):
     def from_mask(
         cls,
         mask,
+        input_size: Sequence[int] | None = None,
         output_shape: DimsLike = None,
         input_shape: DimsLike = None,
         batch_shape: DimsLike = None,
     ) -> Sampling:
-        """Sample the `True` entries of a boolean `mask` (its shape is `input_size`), in
-        row-major order, as one output dim."""
+        """Sample the `True` entries of a boolean `mask`, in row-major order, as one output
+        dim. The arguments after `mask` are those of `Sampling` in torchlinops' order:
+        `input_size` is the grid size (default `mask.shape`; a larger grid samples the
+        mask's entries from its leading corner)."""
         mask = np.asarray(mask)
         if mask.dtype != np.bool_:
             raise TypeError(
                 f"`Sampling.from_mask` expects a boolean mask; got dtype {mask.dtype}. Use "
                 f"e.g. `mask != 0`."
             )
-        dtype = np.int32 if mask.size <= np.iinfo(np.int32).max else np.int64
+        input_size = mask.shape if input_size is None else _input_size(input_size, mask)
+        dtype = np.int32 if max(input_size, default=0) <= np.iinfo(np.int32).max else np.int64
         idx = tuple(i.astype(dtype) for i in np.nonzero(mask))
-        return cls(idx, mask.shape, output_shape, input_shape, batch_shape)
+        return cls(idx, input_size, output_shape, input_shape, batch_shape)
 
     @classmethod
     def from_stacked_idx(
@@ -154,6 +158,23 @@ class Sampling(NamedLinop):
         ones = jnp.ones(self.idx[0].shape, jnp.int32)
         counts = Diagonal(scatter(ones, self.idx, self.input_size), self.ishape)
         return with_oshape(counts, normal_oshape(self))
+
+
+def _input_size(input_size, mask: np.ndarray) -> tuple[int, ...]:
+    """`Sampling.from_mask`'s `input_size`, checked against the mask's shape."""
+    if isinstance(input_size, str):
+        raise TypeError(
+            f"`Sampling.from_mask(mask, input_size, output_shape, ...)`: the second argument "
+            f"is the grid size `input_size` (as in torchlinops); got the string "
+            f"{input_size!r}. Pass dims by keyword: `output_shape=...`."
+        )
+    sizes = as_sizes(input_size, "`Sampling.from_mask(input_size=...)`", 1)
+    if len(sizes) != mask.ndim or any(s < m for s, m in zip(sizes, mask.shape)):
+        raise ValueError(
+            f"`Sampling.from_mask`: `input_size` must have one size per mask axis, each at "
+            f"least the mask's; got input_size {sizes} for a mask of shape {mask.shape}."
+        )
+    return sizes
 
 
 def _check_indices(idx: tuple[jax.Array, ...], input_size: tuple[int, ...]) -> None:

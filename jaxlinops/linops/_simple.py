@@ -9,11 +9,11 @@ import jax
 import jax.numpy as jnp
 
 from .._arrays import as_size, batch_shape_of, dim_sizes
-from .._core import NamedLinop, dims_field, normal_renaming
+from .._core import Labelled, NamedLinop, check_label, dims_field, normal_renaming
 from .._dims import ELLIPSIS, Dims, DimsLike, as_dims, fmt, substitute
 
 
-class SimpleLinop(NamedLinop):
+class SimpleLinop(Labelled):
     r"""$y = f(x)$ for a user-supplied linear function $f$: `ishape -> oshape`.
 
     The adjoint is the given `adjoint` function, which is not checked; without one it is
@@ -21,15 +21,16 @@ class SimpleLinop(NamedLinop):
     so $f$ must be linear in the JAX sense. The derived adjoint takes the input shape
     from $y$: dims shared by `ishape` and `oshape` and the `"..."` batch axes have $y$'s
     sizes, the other input dims their sizes from `sizes`. `A.H` wraps the operator, so
-    `A.H.H == A`.
+    `A.H.H == A`. torchlinops' `fn(A, x)`, `adj_fn` and `normal_fn` call the given
+    functions.
 
     The functions are static fields: pass module-level functions (not new lambdas on each
     call), or `jax.jit` re-traces for every new operator.
     """
 
-    fn: Callable = eqx.field(static=True)
-    adj_fn: Callable | None = eqx.field(static=True)
-    normal_fn: Callable | None = eqx.field(static=True)
+    _forward_fn: Callable = eqx.field(static=True)
+    _adjoint_fn: Callable | None = eqx.field(static=True)
+    _normal_fn: Callable | None = eqx.field(static=True)
     ishape: Dims = dims_field()
     oshape: Dims = dims_field()
     sizes: tuple[tuple[str, int], ...] = dims_field(kind="pairs")
@@ -41,6 +42,7 @@ class SimpleLinop(NamedLinop):
         normal: Callable | None = None,
         ishape: DimsLike = "...",
         oshape: DimsLike = None,
+        name: str | None = None,
         sizes: Mapping[str, int] | None = None,
     ):
         """**Arguments:**
@@ -50,37 +52,40 @@ class SimpleLinop(NamedLinop):
         - `normal`: $x \\mapsto A^H A x$ (default: the adjoint after the forward).
         - `ishape`: input dims (default `"..."`).
         - `oshape`: output dims (default: `ishape`).
+        - `name`: a display name, shown by `repr` (and `A.H` as `name.H`) and in errors.
         - `sizes`: sizes of dims, e.g. `{"N": 6}`; input dims that are not output dims
           need one when `adjoint` is derived. `A.size(dim)` reports them.
         """
-        self.fn = forward
-        self.adj_fn = adjoint
-        self.normal_fn = normal
+        self._forward_fn = forward
+        self._adjoint_fn = adjoint
+        self._normal_fn = normal
+        self.label = check_label("SimpleLinop", name)
         self.ishape = as_dims(ishape, "...")
         self.oshape = self.ishape if oshape is None else as_dims(oshape)
         self.sizes = _sizes(sizes)
 
     def __check_init__(self):
-        optional = (("adjoint", self.adj_fn), ("normal", self.normal_fn))
-        for arg, f in (("forward", self.fn), *((a, f) for a, f in optional if f is not None)):
+        optional = (("adjoint", self._adjoint_fn), ("normal", self._normal_fn))
+        given = (("forward", self._forward_fn), *((a, f) for a, f in optional if f is not None))
+        for arg, f in given:
             if not callable(f):
                 raise TypeError(
                     f"`SimpleLinop({arg}=...)` expects a function; got {type(f).__name__}."
                 )
-        if self.adj_fn is None:
+        if self._adjoint_fn is None:
             _check_derivable(self.ishape, self.oshape, dict(self.sizes))
 
     def size(self, dim: str) -> int | None:
         return dict(self.sizes).get(dim)
 
     def apply(self, x: jax.Array) -> jax.Array:
-        return self.fn(x)
+        return self._forward_fn(x)
 
     def apply_adjoint(self, y: jax.Array) -> jax.Array:
-        if self.adj_fn is not None:
-            return self.adj_fn(y)
+        if self._adjoint_fn is not None:
+            return self._adjoint_fn(y)
         primal = jax.ShapeDtypeStruct(self._input_shape(y.shape), y.dtype)
-        (x,) = jax.linear_transpose(self.fn, primal)(jnp.conj(y))
+        (x,) = jax.linear_transpose(self._forward_fn, primal)(jnp.conj(y))
         return jnp.conj(x)
 
     def _input_shape(self, y_shape: tuple[int, ...]) -> tuple[int, ...]:
@@ -91,12 +96,14 @@ class SimpleLinop(NamedLinop):
         return tuple(shape)
 
     def _normal(self, inner: NamedLinop | None) -> NamedLinop | None:
-        if self.normal_fn is None or inner is not None:
+        if self._normal_fn is None or inner is not None:
             return None
         rn = normal_renaming(self)
         sizes = {**dict(self.sizes), **{rn.get(d, d): n for d, n in self.sizes}}
         oshape = substitute(self.ishape, rn)
-        return SimpleLinop(self.normal_fn, self.normal_fn, None, self.ishape, oshape, sizes)
+        normal = self._normal_fn
+        label = None if self.label is None else f"{self.label}.N"
+        return SimpleLinop(normal, normal, None, self.ishape, oshape, label, sizes)
 
 
 def _sizes(sizes: Mapping[str, int] | None) -> tuple[tuple[str, int], ...]:

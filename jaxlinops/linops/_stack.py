@@ -8,7 +8,16 @@ import equinox as eqx
 import jax.numpy as jnp
 
 from .._arrays import as_size
-from .._core import NamedLinop, as_linops, consistent_size, dims_field, most_specific, unify
+from .._core import (
+    NamedLinop,
+    adjoint_label,
+    as_linops,
+    check_label,
+    consistent_size,
+    dims_field,
+    most_specific,
+    unify,
+)
 from .._dims import Dims, axis_of, fmt
 from ._block_operator import AbstractBlockOperator
 from ._concat import _one_dim
@@ -42,15 +51,28 @@ class Stack(AbstractBlockOperator):
     def __init__(
         self,
         *linops: NamedLinop,
-        idim_and_idx: tuple[str, int] | None = None,
-        odim_and_idx: tuple[str, int] | None = None,
+        idim_and_idx: tuple[str | None, int | None] | None = (None, None),
+        odim_and_idx: tuple[str | None, int | None] | None = (None, None),
+        threaded: bool = True,
+        num_workers: int | None = None,
+        accumulate: bool = False,
+        name: str | None = None,
+        stream=None,
     ):
         """**Arguments:**
 
         - `linops`: the blocks, all with the same `ishape` and `oshape`.
-        - `idim_and_idx`: `(dim, index)`: a new input dim at position `index` of `ishape`.
+        - `idim_and_idx`: `(dim, index)`: a new input dim at position `index` of `ishape`
+          (`(None, None)` or None: none).
         - `odim_and_idx`: `(dim, index)`: a new output dim at position `index` of `oshape`.
+        - `name`: a display name, shown by `repr` and in errors.
+
+        torchlinops' scheduling options are accepted and ignored, since they cannot change
+        the result: `threaded` and `num_workers` (a thread per block; XLA schedules a
+        jitted program itself), `accumulate` (joining in batches to save memory) and
+        `stream` (a CUDA stream).
         """
+        self.label = check_label("Stack", name)
         self.linops = unify("Stack", as_linops("Stack", linops))
         idim, self.iidx = _dim_and_idx("idim_and_idx", idim_and_idx)
         odim, self.oidx = _dim_and_idx("odim_and_idx", odim_and_idx)
@@ -107,12 +129,14 @@ class Stack(AbstractBlockOperator):
             *(op.adjoint() for op in self.linops),
             idim_and_idx=(self.odim[0], self.oidx) if self.odim else None,
             odim_and_idx=(self.idim[0], self.iidx) if self.idim else None,
+            name=adjoint_label(self.label),
         )
 
 
 def _dim_and_idx(arg: str, value) -> tuple[str | None, int]:
-    """`(dim, index)` checked: a dim name and an integer position (None: no new dim)."""
-    if value is None:
+    """`(dim, index)` checked: a dim name and an integer position (None or `(None, None)`,
+    torchlinops' default: no new dim)."""
+    if value is None or (isinstance(value, (tuple, list)) and tuple(value) == (None, None)):
         return None, 0
     if not (isinstance(value, (tuple, list)) and len(value) == 2):
         raise TypeError(f"`Stack({arg}=...)` expects a pair (dim, index); got {value!r}.")

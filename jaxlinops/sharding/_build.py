@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 
+import jax
 import numpy as np
 from jax.sharding import Mesh
 
@@ -15,17 +17,47 @@ from ._log import log_plan
 from ._spec import BatchSpec, fit_devices, make_mesh
 from ._tile_arrays import place, stack_tiles
 
+_TORCH_OPTIONS = frozenset({"threaded", "num_workers", "accumulate"})
 
-def create_batched_linop(A: NamedLinop, specs: BatchSpec | Sequence[BatchSpec]) -> BatchedLinop:
-    """`A` as one operator run tile by tile: `create_batched_linop(A, BatchSpec({"C": 1},
-    device_matrix=jax.devices()))` puts one coil per device.
 
-    A list of specs nests: the first tiles `A` (across its devices), each tile is batched
-    by the rest (e.g. readout chunks one after another, to bound memory); only the first
-    spec may have a device matrix. The result behaves like `A` (`.H`, `.N`, `@`, `jit`,
-    `grad`, `vmap`); its outputs stay sharded unless the spec has a `base_device`.
+def create_batched_linop(
+    linop: NamedLinop,
+    batch_specs: BatchSpec | Sequence[BatchSpec],
+    default_device: Device | None = None,
+    _mmap: object = None,
+    **options: object,
+) -> BatchedLinop:
+    """`linop` as one operator run tile by tile: `create_batched_linop(A, BatchSpec({"C":
+    1}, device_matrix=jax.devices()))` puts one coil per device.
+
+    A list of specs nests: the first tiles `linop` (across its devices), each tile is
+    batched by the rest (e.g. readout chunks one after another, to bound memory); only the
+    first spec may have a device matrix. The result behaves like `linop` (`.H`, `.N`, `@`,
+    `jit`, `grad`, `vmap`); its outputs stay sharded unless the spec has a `base_device`.
+
+    torchlinops' other arguments:
+
+    - `default_device`: a `jax.Device` used as the first spec's `base_device` when it has
+      none (where outputs are gathered), as torchlinops does. None (default): outputs
+      stay sharded (torchlinops gathers them on the CPU).
+    - `_mmap`: torchlinops' memory map of shared torch storage; operators here are
+      immutable pytrees with nothing to share, so it is ignored.
+    - `threaded`, `num_workers`, `accumulate` (in `options`): torchlinops' thread pool;
+      JAX runs the tiles as one compiled program, so they are ignored. Other options
+      raise a TypeError.
     """
-    specs = [specs] if isinstance(specs, BatchSpec) else list(specs)
+    unknown = sorted(set(options) - _TORCH_OPTIONS)
+    if unknown:
+        raise TypeError(
+            f"`create_batched_linop`: unknown options {unknown}; the accepted (and ignored) "
+            f"torchlinops options are {sorted(_TORCH_OPTIONS)}."
+        )
+    if default_device is not None and not isinstance(default_device, jax.Device):
+        raise TypeError(
+            f"`create_batched_linop(default_device=...)` must be a jax.Device; got "
+            f"{type(default_device).__name__}."
+        )
+    specs = [batch_specs] if isinstance(batch_specs, BatchSpec) else list(batch_specs)
     if not specs or not all(isinstance(s, BatchSpec) for s in specs):
         raise TypeError(
             "`create_batched_linop` expects a BatchSpec or a non-empty list of BatchSpecs; "
@@ -37,15 +69,17 @@ def create_batched_linop(A: NamedLinop, specs: BatchSpec | Sequence[BatchSpec]) 
             "`create_batched_linop`: only the first BatchSpec may have a device matrix; "
             "batch several dims across devices with one spec (a multi-axis device matrix)."
         )
+    if default_device is not None and spec.base_device is None:
+        spec = dataclasses.replace(spec, base_device=default_device)
     inner = (lambda t: create_batched_linop(t, rest)) if rest else None
-    sizes = checked_sizes(A, spec.batch_sizes, "create_batched_linop")
+    sizes = checked_sizes(linop, spec.batch_sizes, "create_batched_linop")
     mesh = None
     if spec.device_matrix is not None:
         assert isinstance(spec.device_matrix, np.ndarray)  # BatchSpec converts the matrix
         grid = [None if n is None else -(-n // spec.batch_sizes[d]) for d, n in sizes.items()]
         mesh = make_mesh(fit_devices(spec.device_matrix, grid), tuple(sizes))
     axes = {d: d for d in sizes} if mesh is not None else {}
-    return build(A, dict(spec.batch_sizes), sizes, mesh, axes, inner, spec.base_device)
+    return build(linop, dict(spec.batch_sizes), sizes, mesh, axes, inner, spec.base_device)
 
 
 def shard(

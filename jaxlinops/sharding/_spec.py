@@ -12,12 +12,16 @@ from __future__ import annotations
 import dataclasses
 import types
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import jax
 import numpy as np
 from jax.sharding import AxisType, Mesh
 
 from .._arrays import Device
+
+if TYPE_CHECKING:
+    from .._core import NamedLinop
 
 
 @dataclasses.dataclass(frozen=True)
@@ -65,6 +69,37 @@ class BatchSpec:
                 f"`BatchSpec(base_device=...)` must be a jax.Device; got "
                 f"{type(self.base_device).__name__}."
             )
+
+    def broadcast_device_matrix(self, linop: NamedLinop) -> np.ndarray:
+        r"""The device of every tile of `linop`: an object array of the tile grid's shape,
+        $\lceil n_d / b_d \rceil$ per batched dim in the order of `batch_sizes`.
+
+        The device matrix is fitted as [`create_batched_linop`][] places the tiles: an
+        axis with more devices than tiles is truncated, one of size 1 repeats, and an axis
+        with $m$ devices for $g > m$ tiles gives device $k$ the tiles $[k p, (k + 1) p)$,
+        $p = \lceil g / m \rceil$ (contiguous runs; torchlinops deals them out in turn,
+        `0, 1, ..., m - 1, 0, ...`). Without a device matrix every tile runs on the
+        current default device. A batched dim whose size `linop` does not fix raises a
+        ValueError (its tile count depends on the input).
+        """
+        grid = []
+        for d, b in self.batch_sizes.items():
+            n = linop.size(d)
+            if n is None:
+                raise ValueError(
+                    f"`BatchSpec.broadcast_device_matrix`: {linop.name} does not fix the size "
+                    f"of dim {d!r}, so its number of tiles depends on the input."
+                )
+            grid.append(-(-n // b))
+        if self.device_matrix is None:
+            return np.full(grid, jax.devices()[0], dtype=object)
+        assert isinstance(self.device_matrix, np.ndarray)  # __post_init__ converts it
+        matrix = fit_devices(self.device_matrix, grid)
+        runs = [-(-g // m) for g, m in zip(grid, matrix.shape)]
+        out = np.empty(grid, dtype=object)
+        for index in np.ndindex(*grid):
+            out[index] = matrix[tuple(i // r for i, r in zip(index, runs))]
+        return out
 
 
 def device_matrix(devices: object, what: str) -> np.ndarray:

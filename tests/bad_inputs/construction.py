@@ -362,13 +362,13 @@ CASES = _cases(
             "array-to-blocks-non-integral-block",
             lambda: array_to_blocks(X34, (2, 2.5)),
             ValueError,
-            r"`array_to_blocks\(block_size=...\)` expects integer sizes; got 2.5",
+            r"`array_to_blocks\(block_(size|shape)=...\)` expects integer sizes; got 2.5",
         ),
         (
             "array-to-blocks-scalar-block",
             lambda: array_to_blocks(X34, 2),
             TypeError,
-            r"`array_to_blocks\(block_size=...\)` expects a sequence of integer sizes",
+            r"`array_to_blocks\(block_(size|shape)=...\)` expects a sequence of integer sizes",
         ),
         (
             "blocks-to-array-non-integral-size",
@@ -493,6 +493,83 @@ CASES = _cases(
             lambda: jl.ToDevice("cpu", None),
             TypeError,
             r"`ToDevice\(idevice=...\)` expects a jax.Device",
+        ),
+        # ------------------------------------------- torchlinops call forms (compat)
+        (
+            "compat-fft-norm-at-centered-position",
+            lambda: jl.FFT(2, None, None, "ortho"),
+            TypeError,
+            r"`FFT\(centered=...\)` expects a bool; got 'ortho'",
+        ),
+        (
+            "compat-from-mask-dims-as-input-size",
+            lambda: jl.Sampling.from_mask(MASK, "K"),
+            TypeError,
+            r"`Sampling.from_mask.*second argument is the grid size `input_size`",
+        ),
+        (
+            "compat-from-mask-input-size-too-small",
+            lambda: jl.Sampling.from_mask(MASK, (2,)),
+            ValueError,
+            r"`Sampling.from_mask`: `input_size` .* got input_size \(2,\)",
+        ),
+        (
+            "compat-prep-locs-pad-mode",
+            lambda: jl.NUFFT.prep_locs(np.zeros((3, 1)), (4,), (5,), "edge"),
+            ValueError,
+            r"`NUFFT.prep_locs`: pad_mode must be 'circular' or 'zero'; got 'edge'",
+        ),
+        (
+            "compat-prep-locs-ndim",
+            lambda: jl.SamplingNUFFT.prep_locs(np.zeros((3, 2)), (4,), (5,)),
+            ValueError,
+            r"`SamplingNUFFT.prep_locs`: locs must have shape \[..., D\]",
+        ),
+        (
+            "compat-prep-locs-padded-size",
+            lambda: jl.NUFFT.prep_locs(np.zeros((3, 1)), (4,), (5.5,)),
+            ValueError,
+            r"`NUFFT.prep_locs\(padded_size=...\)`",
+        ),
+        (
+            "compat-skip-prep-locs-oversamp",
+            lambda: jl.NUFFT(np.zeros((3, 1)), (4,), "K", oversamp="2", skip_prep_locs=True),
+            TypeError,
+            r"`NUFFT`: oversamp must be a real number",
+        ),
+        (
+            "compat-fast-sampling-nufft-phase-placement",
+            lambda: jl.FastSamplingNUFFT(np.zeros((3, 1)), (4,), "K", phase_placement="x"),
+            ValueError,
+            r"`FastSamplingNUFFT\(phase_placement=...\)` must be one of",
+        ),
+        (
+            "compat-interpolate-spline-beta-not-a-number",
+            lambda: jl.Interpolate(
+                np.zeros((3, 1)), (4,), width=2.0, kernel="spline", kernel_params={"beta": None}
+            ),
+            TypeError,
+            r"`Interpolate`: kernel_params\['beta'\] must be a real number",
+        ),
+        (
+            "compat-interpolate-spline-unknown-param",
+            lambda: jl.Interpolate(
+                np.zeros((3, 1)), (4,), width=2.0, kernel="spline", kernel_params={"beat": 1.0}
+            ),
+            ValueError,
+            r"`Interpolate`: unknown kernel_params \['beat'\] for kernel 'spline'",
+        ),
+        (
+            "compat-dense-broadcast-dim-not-in-weight",
+            lambda: jl.Dense.from_einstr(np.ones((2, 3)), "MN,N->M", broadcast_dims="B"),
+            ValueError,
+            r"`Dense\(.*\)`: broadcast dim 'B' is not in weightshape",
+        ),
+        (
+            "compat-dense-size-one-broadcast-dim-contracted",
+            lambda: jl.Dense(np.ones((1, 3)), "CN", "CN", "N", broadcast_dims="C"),
+            ValueError,
+            r"broadcast dim 'C' \(weight size 1\) must be in weightshape, ishape and oshape",
         ),
     ],
 )

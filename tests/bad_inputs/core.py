@@ -6,6 +6,7 @@ import jax
 import numpy as np
 
 import jaxlinops as jl
+from jaxlinops.nameddim import NamedDimension as ND, NamedShape as NS
 
 from . import Raises
 
@@ -23,6 +24,30 @@ def _nufft():
 
 def _devices(n):
     return np.array(jax.devices()[:n])
+
+
+def _same(linop, x, /):
+    return x
+
+
+def _custom(init, **methods):
+    """A class written to torchlinops' protocol with this `__init__` (built, not called)."""
+    body = {"__init__": init, "fn": staticmethod(_same), "adj_fn": staticmethod(_same)}
+    return type("Custom", (jl.NamedLinop,), {**body, **methods})
+
+
+def _init_with(named_shape=NS(("N",)), **attributes):
+    def __init__(self):
+        super(type(self), self).__init__(named_shape)
+        for name, value in attributes.items():
+            setattr(self, name, value)
+
+    return __init__
+
+
+def _assign_after_init():
+    op = _custom(_init_with(scale=2.0))()
+    op.scale = 3.0
 
 
 CASES = [
@@ -297,5 +322,96 @@ CASES = [
         lambda: jl.FFT(1, centered="yes"),
         TypeError,
         r"`FFT\(centered=...\)` expects a bool",
+    ),
+    # torchlinops' call forms: names, the custom protocol, splits, debugging identities
+    Raises(
+        "core-chain-name-int",
+        lambda: jl.Chain(_dense(), name=3),
+        TypeError,
+        r"`Chain\(name=...\)` expects a string",
+    ),
+    Raises(
+        "core-add-name-list",
+        lambda: jl.Add(_dense(), _dense(), name=["sum"]),
+        TypeError,
+        r"`Add\(name=...\)` expects a string",
+    ),
+    Raises(
+        "core-simple-name-int",
+        lambda: jl.SimpleLinop(np.negative, np.negative, name=1),
+        TypeError,
+        r"`SimpleLinop\(name=...\)` expects a string",
+    ),
+    Raises(
+        "core-custom-without-adjoint",
+        lambda: type("OnlyFn", (jl.NamedLinop,), {"fn": staticmethod(_same)}),
+        TypeError,
+        r"`OnlyFn` defines `fn` but not its adjoint",
+    ),
+    Raises(
+        "core-custom-without-super-init",
+        lambda: _custom(lambda self: None)(),
+        TypeError,
+        r"`Custom.__init__` must call `super\(\).__init__\(NamedShape",
+    ),
+    Raises(
+        "core-custom-shape-not-namedshape",
+        lambda: _custom(_init_with(("N",)))(),
+        TypeError,
+        r"`Custom`: `super\(\).__init__\(shape\)` expects a `NamedShape",
+    ),
+    Raises(
+        "core-custom-unhashable-setting",
+        lambda: _custom(_init_with(axes=[0, 1]))(),
+        TypeError,
+        r"`Custom.axes = ...`: an attribute without arrays .* must be hashable; got a list",
+    ),
+    Raises(
+        "core-custom-hides-attribute",
+        lambda: _custom(_init_with(shape=(4,)))(),
+        TypeError,
+        r"`Custom.shape = ...` would hide the operator's own `shape`",
+    ),
+    Raises(
+        "core-custom-assign-after-init",
+        _assign_after_init,
+        AttributeError,  # dataclasses.FrozenInstanceError
+        r"`Custom.scale = ...`: an operator is immutable once built",
+    ),
+    Raises(
+        "core-split-named-dim-strided",
+        lambda: jl.NamedLinop.split(_dense(), {ND("N"): slice(0, 4, 2)}),
+        TypeError,
+        r"`split`: the tile of dim 'N' must be a slice .* step 1",
+    ),
+    Raises(
+        "core-adj-split-unknown-dim",
+        lambda: _dense().adj_split({ND("K"): slice(0, 1)}),
+        ValueError,
+        r"`split`: dims \['K'\] are not dims of Dense",
+    ),
+    Raises(
+        "core-breakpoint-callback-string",
+        lambda: jl.BreakpointLinop("N", callback="print"),
+        TypeError,
+        r"`BreakpointLinop\(callback=...\)` expects a function",
+    ),
+    Raises(
+        "core-sleep-negative",
+        lambda: jl.Sleep(-1.0),
+        ValueError,
+        r"`Sleep\(duration=...\)` expects a non-negative number",
+    ),
+    Raises(
+        "core-sleep-string",
+        lambda: jl.Sleep("1s"),
+        TypeError,
+        r"`Sleep\(duration=...\)` expects a number of seconds",
+    ),
+    Raises(
+        "core-sleep-rank",
+        lambda: jl.Sleep(0.0, ioshape="M", oshape="KL"),
+        ValueError,
+        r"`Sleep` maps each input dim to one output dim",
     ),
 ]

@@ -93,7 +93,7 @@ if importlib.util.find_spec("torch") is not None:
             ("torch-linop-ndarray", lambda: interop.torch_linop(np.ones((3, 4))), TypeError,
              r"`interop.torch_linop` expects a NamedLinop; got ndarray"),
             ("torch-linop-class", lambda: interop.torch_linop(jl.Dense), TypeError,
-             r"`interop.torch_linop` expects a NamedLinop; got _ModuleMeta"),
+             r"`interop.torch_linop` expects a NamedLinop; got the class Dense"),
             ("torch-linop-tensor", lambda: interop.torch_linop(torch.ones(3, 4)), TypeError,
              r"`interop.torch_linop` expects a NamedLinop; got Tensor"),
             # ---------------------------------------------- the module's input x

@@ -130,10 +130,40 @@ ROWS = [
         r"dim 'N' is a name, but the operator is a plain callable",
     ),
     (
-        "cg-progress-under-jit",
-        lambda: jax.jit(lambda y: CG(A, y, progress=True))(Y),
+        "cg-ltol-negative",
+        lambda: CG(A, Y, ltol=-1e-5),
         ValueError,
-        r"progress=True runs from Python",
+        r"conjugate_gradients\(ltol=...\)` expects a tolerance >= 0; got -1e-05",
+    ),
+    (
+        "cg-disable-tracking-string",
+        lambda: CG(A, Y, disable_tracking="yes"),
+        TypeError,
+        r"conjugate_gradients\(disable_tracking=...\)` expects True or False; got 'yes'",
+    ),
+    (
+        "cg-return-info-int",
+        lambda: CG(A, Y, return_info=1),
+        TypeError,
+        r"conjugate_gradients\(return_info=...\)` expects True or False; got 1",
+    ),
+    (
+        "cg-progress-string",
+        lambda: CG(A, Y, progress="on"),
+        TypeError,
+        r"conjugate_gradients\(progress=...\)` expects True or False; got 'on'",
+    ),
+    (
+        "cg-tqdm-kwargs-list",
+        lambda: CG(A, Y, tqdm_kwargs=["desc"]),
+        TypeError,
+        r"conjugate_gradients\(tqdm_kwargs=...\)` expects a dict of tqdm keyword arguments",
+    ),
+    (
+        "cg-P-positional-is-ltol",  # torchlinops' order: P is keyword-only
+        lambda: CG(A, Y, None, 20, 1e-6, A),
+        TypeError,
+        r"conjugate_gradients\(ltol=...\)` expects a real number",
     ),
     # power_method
     (
@@ -165,6 +195,18 @@ ROWS = [
         lambda: alg.power_method(A, Y, dim=True),
         TypeError,
         r"`power_method`: dims are names or axis numbers; got True",
+    ),
+    (
+        "power-eps-negative",
+        lambda: alg.power_method(A, Y, eps=-1.0),
+        ValueError,
+        r"`power_method\(eps=...\)` expects a tolerance >= 0; got -1.0",
+    ),
+    (
+        "power-return-info-string",
+        lambda: alg.power_method(A, Y, return_info="yes"),
+        TypeError,
+        r"`power_method\(return_info=...\)` expects True or False",
     ),
     # singular_value_decomposition
     (
@@ -202,6 +244,28 @@ ROWS = [
         lambda: alg.singular_value_decomposition(RECT, np.ones(3), 1),
         ValueError,
         r"`Dense` expected dim 'N'",
+    ),
+    (
+        "svd-eps-nan",
+        lambda: alg.singular_value_decomposition(RECT, Y, 1, eps=float("nan")),
+        ValueError,
+        r"`singular_value_decomposition\(eps=...\)` expects a finite real number",
+    ),
+    (
+        "svd-dim-batch-not-in-output",
+        lambda: alg.singular_value_decomposition(
+            jl.Dense(np.ones((2, 3, 4)), "B M N", "B N", "M"), np.ones((2, 4)), 1, dim="N"
+        ),
+        ValueError,
+        r"`singular_value_decomposition`: with `dim`, the other \(batch\) dims of x_init",
+    ),
+    (
+        "svd-too-many-values-per-batch",
+        lambda: alg.singular_value_decomposition(
+            jl.Dense(np.ones((2, 3, 4)), "B M N", "B N", "B M"), np.ones((2, 4)), 5, dim="N"
+        ),
+        ValueError,
+        r"at most 4 singular values for vectors of shape \(4,\)",
     ),
     # polynomial preconditioners
     (
@@ -278,8 +342,8 @@ CASES: list[Raises | NaNOrError] = [
 ]
 
 # under jit no Python check sees the values: non-finite data comes back as NaN (the
-# solution alone is returned: CG's residual history always holds NaN after it stops)
-cg_jit = jax.jit(lambda y, x0: CG(A, y, x0=x0).x)
+# solution alone, as CG returns by default: its residual history holds NaN after it stops)
+cg_jit = jax.jit(lambda y, x0: CG(A, y, x0=x0))
 power_jit = jax.jit(lambda v: alg.power_method(A, v))
 CASES += [
     NaNOrError("solvers-cg-y-inf-under-jit", lambda: cg_jit(with_inf(Y), Y), r"NaN"),
@@ -287,7 +351,7 @@ CASES += [
     NaNOrError("solvers-cg-x0-inf-under-jit", lambda: cg_jit(Y, with_inf(Y)), r"NaN"),
     NaNOrError(
         "solvers-cg-operator-nan-under-jit",
-        lambda: jax.jit(lambda d, y: CG(lambda v: d * v, y).x)(with_inf(Y, np.nan), Y),
+        lambda: jax.jit(lambda d, y: CG(lambda v: d * v, y))(with_inf(Y, np.nan), Y),
         r"NaN",
     ),
     NaNOrError("solvers-power-v-init-inf-under-jit", lambda: power_jit(with_inf(Y)), r"NaN"),

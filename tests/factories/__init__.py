@@ -2,6 +2,7 @@
 
 from . import (
     blocks,  # noqa: F401
+    compat,  # noqa: F401
     conv_simple,  # noqa: F401
     core,  # noqa: F401
     fft_pad,  # noqa: F401

@@ -32,7 +32,7 @@ def make_sampling_default_shapes(getkey, dtype):
 def make_sampling_from_mask(getkey, dtype):
     mask = np.zeros((3, 4), bool)
     mask[0, 1] = mask[2, 0] = mask[2, 3] = mask[1, 1] = True
-    return jl.Sampling.from_mask(mask, "K", "Nx Ny", "... C"), (2, 2, 3, 4)
+    return jl.Sampling.from_mask(mask, (3, 4), "K", "Nx Ny", "... C"), (2, 2, 3, 4)
 
 
 @operator_factory

@@ -1,0 +1,168 @@
+r"""Operators written to torchlinops' protocol: `FunctionLinop` and `NormalFn`.
+
+torchlinops' custom operator calls `super().__init__(NamedShape(ishape, oshape))`, sets
+its data as attributes in `__init__`, and defines static `fn(linop, x, /)` ($A x$),
+`adj_fn(linop, x, /)` ($A^H x$) and optionally `normal_fn(linop, x, /)` ($A^H A x$),
+`split(linop, tile)` and `size(self, dim)`. Such a class, written as a subclass of
+`NamedLinop`, derives from `FunctionLinop` (the metaclass swaps the base), so it is an
+equinox Module like every other operator: attributes holding arrays are pytree leaves
+(traced under `jit`, differentiable), the others are static.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import equinox as eqx
+import jax
+
+from .._dims import Dims, as_dims
+from ..nameddim import NamedShape
+from ._linop import Labelled, NamedLinop, check_label, dims_field
+from ._normal import normal_oshape
+
+
+class FunctionLinop(Labelled, is_abstract=True):
+    r"""The base of a class written to torchlinops' protocol: $A x$ is
+    `type(A).fn(A, x)` and $A^H y$ is `type(A).adj_fn(A, y)`.
+
+    `A.N` is the class's own `normal_fn` when it defines one (a `NormalFn`), else
+    `A.H @ A`. The default `split` refuses to split the operator along its own dims;
+    define `split(linop, tile)` to slice its arrays. Attributes are read-only once
+    `__init__` returns (operators are immutable pytrees).
+    """
+
+    ishape: Dims = dims_field(default=None)
+    oshape: Dims = dims_field(default=None)
+    arrays: dict[str, Any] | None = None  # attributes that hold arrays: pytree leaves
+    settings: tuple[tuple[str, Any], ...] = eqx.field(static=True, default=())
+
+    def __init__(self, shape: NamedShape, name: str | None = None, stream=None):
+        """**Arguments:**
+
+        - `shape`: a `NamedShape(ishape, oshape)` (anything with `ishape` and `oshape`).
+        - `name`: a display name, shown by `repr` and in error messages.
+        - `stream`: torch's CUDA stream; accepted and ignored (XLA schedules the work).
+        """
+        what = f"`{type(self).__name__}`: `super().__init__(shape)`"
+        if not (hasattr(shape, "ishape") and hasattr(shape, "oshape")):
+            raise TypeError(
+                f"{what} expects a `NamedShape(ishape, oshape)`; got {type(shape).__name__}."
+            )
+        self.ishape = as_dims(shape.ishape)
+        self.oshape = as_dims(shape.oshape)
+        self.label = check_label(type(self).__name__, name)
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if cls.fn is NamedLinop.fn and cls.forward is FunctionLinop.forward:
+            raise TypeError(f"`{cls.__name__}` must define a static `fn(linop, x, /)`.")
+        if cls.adj_fn is NamedLinop.adj_fn and cls.adjoint is NamedLinop.adjoint:
+            raise TypeError(
+                f"`{cls.__name__}` defines `fn` but not its adjoint: define a static "
+                f"`adj_fn(linop, x, /)` (or `adjoint()`)."
+            )
+
+    def __check_init__(self):
+        if self.ishape is None:
+            raise TypeError(
+                f"`{type(self).__name__}.__init__` must call "
+                f"`super().__init__(NamedShape(ishape, oshape))`."
+            )
+
+    def __setattr__(self, name: str, value) -> None:
+        """`self.weight = w` in `__init__`: an array-valued attribute is stored in
+        `arrays`, any other in `settings` (static, so it must be hashable)."""
+        owner = type(self).__name__
+        try:
+            self._store(owner, name, value)
+        except dataclasses.FrozenInstanceError:
+            raise dataclasses.FrozenInstanceError(
+                f"`{owner}.{name} = ...`: an operator is immutable once built; build a new "
+                f"one (or a modified copy with `equinox.tree_at`)."
+            ) from None
+
+    def _store(self, owner: str, name: str, value) -> None:
+        if name in ("ishape", "oshape", "label", "arrays", "settings"):
+            return super().__setattr__(name, value)
+        if hasattr(type(self), name):
+            raise TypeError(
+                f"`{owner}.{name} = ...` would hide the operator's own `{name}`; store the "
+                f"value under another name."
+            )
+        if any(eqx.is_array(leaf) for leaf in jax.tree.leaves(value)):
+            arrays = self.__dict__.get("arrays") or {}
+            return super().__setattr__("arrays", {**arrays, name: value})
+        try:
+            hash(value)
+        except TypeError:
+            raise TypeError(
+                f"`{owner}.{name} = ...`: an attribute without arrays is a static setting "
+                f"and must be hashable; got a {type(value).__name__}. Store a tuple."
+            ) from None
+        kept = tuple((k, v) for k, v in self.__dict__.get("settings", ()) if k != name)
+        return super().__setattr__("settings", (*kept, (name, value)))
+
+    def __getattr__(self, name: str):
+        """Attributes set in `__init__` (called only where normal lookup fails)."""
+        own = object.__getattribute__(self, "__dict__")
+        arrays = own.get("arrays") or {}
+        if name in arrays:
+            return arrays[name]
+        for key, value in own.get("settings", ()):
+            if key == name:
+                return value
+        raise AttributeError(f"`{type(self).__name__}` has no attribute {name!r}.")
+
+    @property
+    def _shape(self) -> NamedShape:
+        """torchlinops' private `_shape`, which its examples read: `A.shape`."""
+        return self.shape
+
+    def forward(self, x: jax.Array) -> jax.Array:
+        """$A x$: `fn(self, x)` (a class may override it, as torchlinops' examples do)."""
+        return type(self).fn(self, x)
+
+    def apply(self, x: jax.Array) -> jax.Array:
+        return self.forward(x)
+
+    def apply_adjoint(self, y: jax.Array) -> jax.Array:
+        return type(self).adj_fn(self, y)
+
+    def _normal(self, inner: NamedLinop | None) -> NamedLinop | None:
+        if inner is not None or type(self).normal_fn is NamedLinop.normal_fn:
+            return None
+        return NormalFn(linop=self, ishape=self.ishape, oshape=normal_oshape(self))
+
+
+class NormalFn(NamedLinop):
+    r"""$A^H A x$ by the operator's own `normal_fn(A, x)`: `ishape -> oshape`, both laid
+    out like `A.ishape` (the output with `A`'s unshared input dims renamed).
+
+    Self-adjoint: the adjoint applies the same function from `oshape` to `ishape`.
+    """
+
+    linop: NamedLinop
+    ishape: Dims = dims_field()
+    oshape: Dims = dims_field()
+
+    @property
+    def name(self) -> str:
+        return f"{self.linop.name}.N"
+
+    def apply(self, x: jax.Array) -> jax.Array:
+        return type(self.linop).normal_fn(self.linop, x)
+
+    def apply_adjoint(self, y: jax.Array) -> jax.Array:
+        return type(self.linop).normal_fn(self.linop, y)
+
+    def adjoint(self) -> NamedLinop:
+        return NormalFn(linop=self.linop, ishape=self.oshape, oshape=self.ishape)
+
+    def size(self, dim: str) -> int | None:
+        """The size of the dim of `A.ishape` at the same position, on either side."""
+        for mine, theirs in zip(self.ishape + self.oshape, self.linop.ishape * 2):
+            if mine == dim:
+                return self.linop.size(theirs)
+        return None

@@ -1,0 +1,49 @@
+"""torchlinops' `nameddim` module: `from jaxlinops.nameddim import NamedDimension as ND`.
+
+`Dim` is jaxlinops' own parser; `NamedDimension` is a `str` subclass that jaxlinops
+operators accept as a dim (they store its plain name). torchlinops' internal matching
+helpers (`isequal`, `iscompatible`, `align`, `resolve_wildcards`, `max_shape`,
+`standardize_shapes`, `coalesce`) are not provided: jaxlinops matches shapes itself.
+"""
+
+from .._dims import ANY as ANY, Dim as Dim
+from ._collection import (
+    NamedDimCollection as NamedDimCollection,
+    NamedShape as NamedShape,
+    Shape as Shape,
+)
+from ._nameddim import (
+    ELLIPSES as ELLIPSES,
+    AnyDim as AnyDim,
+    NamedDimension as NamedDimension,
+    is_any as is_any,
+)
+from ._shapes import (
+    K2N as K2N,
+    N2K as N2K,
+    fake_dims as fake_dims,
+    get_nd_shape as get_nd_shape,
+    partition as partition,
+)
+
+ND = NamedDimension
+NS = NamedShape
+
+__all__ = [
+    "ANY",
+    "ELLIPSES",
+    "AnyDim",
+    "Dim",
+    "K2N",
+    "N2K",
+    "ND",
+    "NS",
+    "NamedDimCollection",
+    "NamedDimension",
+    "NamedShape",
+    "Shape",
+    "fake_dims",
+    "get_nd_shape",
+    "is_any",
+    "partition",
+]

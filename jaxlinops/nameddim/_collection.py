@@ -1,0 +1,175 @@
+"""`NamedDimCollection` and `NamedShape`: torchlinops' mutable groups of named shapes.
+
+jaxlinops operators are immutable and keep their dims as plain tuples; these classes are
+for code written against torchlinops' shape objects. Renaming a dim in one shape renames
+it in every shape of the collection (`jaxlinops._dims.substitute`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+
+from .._dims import ELLIPSIS, as_dims, is_wildcard, next_unused, shapes_match, substitute
+from ._nameddim import NamedDimension as ND
+
+Shape = Sequence[ND | str]
+
+
+class NamedDimCollection:
+    """Named shapes over one pool of dims: `c = NamedDimCollection(a=("A", "B"),
+    b=("B", "C"))`; `c.a == ("A", "B")`; `c.a = ("D", "E")` renames `A -> D` and `B -> E`
+    in every shape, so `c.b == ("E", "C")`. A shape is a tuple of dims or a single dim.
+
+    Setting a shape of the same length renames position by position (a wildcard on either
+    side changes only this shape); a `"..."` in the old shape takes up the extra dims of
+    the new one. Any other update raises a ValueError, as does one renaming a dim to two
+    names.
+    """
+
+    _shapes: dict[str, tuple[ND, ...] | ND]  # set in `__init__` (past `__setattr__`)
+
+    def __init__(self, **shapes: object):
+        object.__setattr__(self, "_shapes", {})
+        for key, value in shapes.items():
+            self._shapes[key] = _as_shape(type(self).__name__, key, value)
+
+    @property
+    def shapes(self) -> dict[str, tuple[ND, ...] | ND]:
+        """`{name: shape}`."""
+        return dict(self._shapes)
+
+    def __getattr__(self, key: str) -> tuple[ND, ...] | ND:
+        shapes = self.__dict__.get("_shapes", {})
+        if key in shapes:
+            return shapes[key]
+        raise AttributeError(f"{key!r} is not a shape of {type(self).__name__}({shapes}).")
+
+    def __setattr__(self, key: str, value: object) -> None:
+        if key in self._shapes:
+            self._update(key, value)
+        else:
+            self._shapes[key] = _as_shape(type(self).__name__, key, value)
+
+    def __getitem__(self, key: str) -> tuple[ND, ...] | ND:
+        return self._shapes[key]
+
+    def __setitem__(self, key: str, value: object) -> None:
+        setattr(self, key, value)
+
+    def update(self, shapes: Mapping[str, object]) -> None:
+        """Set every shape of `shapes`, as `dict.update`."""
+        for key, value in shapes.items():
+            self[key] = value
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self._shapes})"
+
+    def _update(self, key: str, value: object) -> None:
+        old, new = self._shapes[key], _as_shape(type(self).__name__, key, value)
+        if isinstance(old, ND) or isinstance(new, ND):
+            if not (isinstance(old, ND) and isinstance(new, ND)):
+                raise TypeError(f"`{key}`: a single dim is updated with a single dim; got {new}.")
+            old, new = (old,), (new,)
+        pairs = _align(key, old, new)
+        renames: dict[str, str] = {}
+        local: list[ND | tuple[ND, ...]] = []
+        for o, n in pairs:
+            if isinstance(n, ND) and not is_wildcard(o) and not is_wildcard(n):
+                if renames.setdefault(o, n) != n:
+                    raise ValueError(
+                        f"`{key}`: dim {o} would be renamed to both {renames[o]} and {n} "
+                        f"(update {old} -> {new})."
+                    )
+            local.append(n)
+        flat = tuple(d for n in local for d in (n if isinstance(n, tuple) else (n,)))
+        for name, shape in self._shapes.items():
+            if name == key:
+                self._shapes[name] = flat if isinstance(self._shapes[name], tuple) else flat[0]
+            elif isinstance(shape, ND):
+                self._shapes[name] = ND.infer(renames.get(shape, shape))
+            else:
+                self._shapes[name] = ND.infer(substitute(shape, renames))
+
+
+class NamedShape(NamedDimCollection):
+    """A linop's shape: `NamedShape(ishape, oshape)` (`oshape=None`: the same as `ishape`;
+    both None: `("...",)`), with `.ishape`, `.oshape`, `.H` (swapped) and `.N` (the
+    normal's shape: `ishape -> ishape'`, output dims renamed where they clash)."""
+
+    def __init__(
+        self,
+        ishape: Sequence[str] | NamedShape | None = None,
+        oshape: Sequence[str] | None = None,
+        **other_shapes: object,
+    ):
+        if isinstance(ishape, NamedShape):
+            super().__init__(**ishape.shapes)
+            return
+        if oshape is None:
+            oshape = (ELLIPSIS,) if ishape is None else ishape
+        super().__init__(
+            ishape=(ELLIPSIS,) if ishape is None else ishape, oshape=oshape, **other_shapes
+        )
+
+    @property
+    def H(self) -> NamedShape:
+        return NamedShape(self.oshape, self.ishape)
+
+    @property
+    def N(self) -> NamedShape:
+        ishape = self.ishape
+        return NamedShape(
+            ishape, tuple(d if d in self.oshape else next_unused(d, ishape) for d in ishape)
+        )
+
+    def __add__(self, other: NamedShape) -> NamedShape:
+        return NamedShape(
+            _dims(self.ishape) + _dims(other.ishape), _dims(self.oshape) + _dims(other.oshape)
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, NamedShape):
+            return NotImplemented
+        return shapes_match(_dims(self.ishape), _dims(other.ishape)) and shapes_match(
+            _dims(self.oshape), _dims(other.oshape)
+        )
+
+    __hash__ = None  # type: ignore[assignment]  # mutable
+
+    def __repr__(self) -> str:
+        return f"{self.ishape} -> {self.oshape}"
+
+
+def _as_shape(owner: str, key: str, value: object) -> tuple[ND, ...] | ND:
+    """A tuple of dims (or one dim: a str) as NamedDimensions, checked by `as_dims`."""
+    if isinstance(value, str):
+        return ND.infer(as_dims((value,))[0])
+    if isinstance(value, Mapping):
+        raise TypeError(f"`{owner}.{key}`: mappings of dims are not supported; got {value!r}.")
+    if not isinstance(value, Iterable):
+        raise TypeError(
+            f"`{owner}.{key}`: expected a dim or a sequence of dims; got {type(value).__name__}."
+        )
+    return tuple(ND.infer(d) for d in as_dims(tuple(value)))
+
+
+def _dims(shape: tuple[ND, ...] | ND) -> tuple[ND, ...]:
+    """A shape as a tuple of dims (a single dim is a shape of one dim)."""
+    return shape if isinstance(shape, tuple) else (shape,)
+
+
+def _align(key: str, old: tuple, new: tuple) -> list[tuple[ND, ND | tuple[ND, ...]]]:
+    """Pair each dim of `old` with its replacement in `new`: position by position, a
+    `"..."` of `old` taking up the extra dims of `new`."""
+    if len(old) == len(new):
+        return list(zip(old, new))
+    if ELLIPSIS in old and len(new) >= len(old) - 1:
+        k = old.index(ELLIPSIS)
+        tail = len(old) - k - 1
+        middle = new[k : len(new) - tail]
+        return [
+            *zip(old[:k], new[:k]),
+            (old[k], middle),
+            *zip(old[k + 1 :], new[len(new) - tail :]),
+        ]
+    raise ValueError(f"`{key}`: the new shape {new} is not compatible with the old one {old}.")
