@@ -7,6 +7,8 @@ x = jax.random.normal(jax.random.key(0), (5,), jnp.complex128)
 y = jax.random.normal(jax.random.key(1), (3,), jnp.complex128)
 jl.testing.assert_adjoint(A, x, y)
 ```
+
+or subclass `BaseNamedLinopTests` (torchlinops' pytest suite for an operator).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from ._arrays import promote
 from ._core import NamedLinop
 
 __all__ = [
+    "BaseNamedLinopTests",
     "assert_adjoint",
     "assert_linear_transpose",
     "assert_normal",
@@ -109,3 +112,82 @@ def _transpose(A: NamedLinop, x: jax.Array, v: jax.Array) -> jax.Array:
     as one program."""
     (out,) = jax.linear_transpose(A, x)(v)
     return out
+
+
+class BaseNamedLinopTests:
+    """The checks every operator should pass, as a pytest test class (torchlinops'
+    `testing.BaseNamedLinopTests`):
+
+    ```python
+    class TestMyOp(jl.testing.BaseNamedLinopTests):
+        @pytest.fixture
+        def linop_input_output(self):
+            return A, x, y  # the operator, an input (A.ishape), an output (A.oshape)
+    ```
+
+    `equality_check = "exact"` compares with [`default_rtol`][] of the data's dtype
+    (XLA's results are not bitwise reproducible); `"approx"` uses `isclose_kwargs`
+    (`rtol`, `atol`). Inputs cannot be mutated (JAX arrays are immutable) and gradients
+    are checked by `test_linear_transpose` (`jax.linear_transpose`), which stand in for
+    torchlinops' `test_input_mutation` and `test_backprop`.
+    """
+
+    equality_check: str = "exact"
+    isclose_kwargs: dict = {}  # noqa: RUF012 - torchlinops' class attribute, read only
+
+    def _tolerances(self) -> dict:
+        if self.equality_check == "exact":
+            return {}
+        if self.equality_check == "approx":
+            return {k: v for k, v in self.isclose_kwargs.items() if k in ("rtol", "atol")}
+        raise ValueError(
+            f"`BaseNamedLinopTests.equality_check` must be 'exact' or 'approx'; got "
+            f"{self.equality_check!r}."
+        )
+
+    def test_adjoint(self, linop_input_output):
+        A, x, y = linop_input_output
+        assert_adjoint(A, x, y, **self._tolerances())
+        assert A.H.ishape == A.oshape and A.H.oshape == A.ishape
+
+    def test_normal(self, linop_input_output):
+        A, x, _ = linop_input_output
+        assert_normal(A, x, **self._tolerances())
+
+    def test_adjoint_level2(self, linop_input_output):
+        A, x, y = linop_input_output
+        assert_adjoint(A.H, y, x, **self._tolerances())
+        assert_normal(A.H, y, **self._tolerances())
+
+    def test_normal_level2(self, linop_input_output):
+        A, x, _ = linop_input_output
+        assert_adjoint(A.N, x, x, **self._tolerances())
+        assert_normal(A.N, x, **self._tolerances())
+
+    def test_linear_transpose(self, linop_input_output):
+        A, x, y = linop_input_output
+        assert_linear_transpose(A, x, y, **self._tolerances())
+
+    def test_split(self, linop_input_output):
+        A, _, _ = linop_input_output
+        for dim in set(A.ishape + A.oshape) - {"..."}:
+            if A.size(dim) is not None:
+                assert isinstance(A.split({dim: slice(0, 1)}), NamedLinop)
+
+    def test_size(self, linop_input_output):
+        A, _, _ = linop_input_output
+        for dim in A.dims:
+            size = A.size(dim)
+            assert size is None or isinstance(size, int)
+
+    def test_adj_fn(self, linop_input_output):
+        A, _, y = linop_input_output
+        _check_close("adj_fn", A.adj_fn(A, y), A.H(y), **self._closeness(y))
+
+    def test_normal_fn(self, linop_input_output):
+        A, x, _ = linop_input_output
+        _check_close("normal_fn", A.normal_fn(A, x), A.N(x), **self._closeness(x))
+
+    def _closeness(self, x: ArrayLike) -> dict:
+        tol = self._tolerances()
+        return {"rtol": _tol(tol.get("rtol"), x), "atol": tol.get("atol", 0.0)}

@@ -2,7 +2,9 @@
 
 `is_adjoint` and `inner` (the dot-product test of an adjoint), the centered FFTs
 `cfft`/`cfft2`/`cfftn` and their inverses, and the small batching helpers `ceildiv`,
-`batch_iterator`, `dict_product` and `default_to`. torchlinops' device and memory helpers
+`batch_iterator` (with a progress bar: `batch_tqdm`), `dict_product` and `default_to`;
+the logging helpers `setup_console_logger` and `Indenter`/`INDENT` (indented printing).
+torchlinops' device and memory helpers
 (`MemReporter`, `memory_aware_to`, `get_device`, CuPy bridges, ...) manage torch devices
 and buffers, which JAX handles itself: they are not provided.
 """
@@ -10,6 +12,8 @@ and buffers, which JAX handles itself: they are not provided.
 from __future__ import annotations
 
 import itertools
+import logging
+import textwrap
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -17,12 +21,16 @@ import jax
 import jax.numpy as jnp
 from jax.typing import ArrayLike
 
+from . import _progress
 from ._arrays import as_array
 from .functional._fft import centered_fftn
 from .testing import inner as _inner
 
 __all__ = [
+    "INDENT",
+    "Indenter",
     "batch_iterator",
+    "batch_tqdm",
     "ceildiv",
     "cfft",
     "cfft2",
@@ -36,6 +44,7 @@ __all__ = [
     "end_pad_with_zeros",
     "inner",
     "is_adjoint",
+    "setup_console_logger",
 ]
 
 
@@ -158,3 +167,66 @@ def default_to(*vals: _T, typecast: bool = False) -> _T | None:
             convert: Any = type(vals[0])  # a constructor taking `val` (e.g. `float`)
             return convert(val) if typecast else val
     return None
+
+
+def batch_tqdm(total: int, batch_size: int, **tqdm_kwargs) -> Iterator[tuple[int, int]]:
+    """[`batch_iterator`][] with a progress bar of `ceildiv(total, batch_size)` steps
+    (tqdm, when a bar shows: see `jaxlinops.config.progress`); `tqdm_kwargs` go to tqdm."""
+    batches = batch_iterator(total, batch_size)
+    desc = tqdm_kwargs.pop("desc", "batches")
+    return _progress.iterate(batches, desc, None, tqdm_kwargs, ceildiv(total, batch_size))
+
+
+def setup_console_logger(
+    logger: logging.Logger | None = None,
+    log_level: int = logging.INFO,
+    fmt: str = "%(asctime)s | %(name)s | %(levelname)s | %(message)s",
+    handler_cls: type[logging.Handler] = logging.StreamHandler,
+) -> logging.Logger:
+    """Send `logger`'s records (default: the root logger) at `log_level` and above to a
+    `handler_cls` handler formatted by `fmt`: an existing handler of that class gets the
+    format, else one is added. `setup_console_logger(logging.getLogger("jaxlinops"))`
+    shows jaxlinops' log (e.g. the split plans of `create_batched_linop`)."""
+    logger = logging.getLogger() if logger is None else logger
+    logger.setLevel(log_level)
+    formatter = logging.Formatter(fmt)
+    handler = next((h for h in logger.handlers if isinstance(h, handler_cls)), None)
+    if handler is None:
+        handler = handler_cls()
+        logger.addHandler(handler)
+    handler.setFormatter(formatter)
+    return logger
+
+
+class Indenter:
+    """Indented printing that nests with `with`: each `with indenter:` adds a level
+    (four spaces), starting from `start_level` (-1: the first `with` prints flush left).
+
+    ```python
+    with Indenter() as ind:
+        ind.print("plan")  # not indented
+        with ind:
+            ind.print("step")  # indented one level
+    ```
+    """
+
+    def __init__(self, start_level: int = -1):
+        self.level = start_level
+
+    def indent(self, text: str) -> str:
+        """`text` with every line indented by `level` levels (none below 1)."""
+        return textwrap.indent(text, "    " * max(self.level, 0))
+
+    def print(self, text: str) -> None:
+        print(self.indent(text))
+
+    def __enter__(self) -> Indenter:
+        self.level += 1
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.level -= 1
+
+
+INDENT = Indenter(start_level=0)
+"""A shared [`Indenter`][] for nested printing across functions."""

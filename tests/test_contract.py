@@ -162,6 +162,10 @@ REFUSED_SPLITS = {
     "conv_zeros_2d_batch": "X Y X1 Y1",
     "crop": "Nx Ny Nx1 Ny1",
     "crop_normal": "Nx Ny Nx1 Ny1 Nx2 Ny2",
+    # torchlinops' protocol without a `split`: its own dims refuse to split; its
+    # `normal_fn` operator (`NormalFn`) has no split either
+    "custom_scale": "C N",
+    "custom_scale_normal": "C N",
     "fft_adjoint": "Kx Ky Nx Ny",
     "fft_backward": "N K",
     "fft_batched": "Nx Ny Kx Ky",
@@ -192,6 +196,7 @@ REFUSED_SPLITS = {
     "sampling_normal": "Nx Ny Nx1 Ny1",
     "sampling_nufft": "Nx Ny",
     "shapespec": "Nx Ny Kx Ky",
+    "sleep_renamed": "N M",
     # a SimpleLinop's functions are opaque: it cannot be split along any dim
     "simple_adjoint_of_derived": "B M N",
     "simple_derived_adjoint": "E0 N",
@@ -203,7 +208,7 @@ REFUSED_SPLITS = {
     "truncate_normal": "N N1 M",
 }
 # Operators with no dim to split along: opaque functions, and a pure renaming of every dim.
-NO_TILE = {"shapespec", *(n for n in REFUSED_SPLITS if n.startswith("simple_"))}
+NO_TILE = {"shapespec", *(n for n in REFUSED_SPLITS if n.startswith(("simple_", "custom_")))}
 
 
 @pytest.mark.parametrize("name", sorted(OPERATOR_FACTORIES))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -52,6 +54,64 @@ class Diagonal(SameDims):
         self.ioshape = as_dims(ioshape, "...")
         extra = tuple(d for d in self.ioshape if is_wildcard(d) and d != ELLIPSIS)
         self.broadcast_dims = unique(as_dims(broadcast_dims) + extra + self._size_one())
+
+    @classmethod
+    def from_weight(
+        cls,
+        weight,
+        weight_shape: DimsLike,
+        ioshape: DimsLike,
+        shape_kwargs: Mapping[str, int] | None = None,
+    ) -> Diagonal:
+        """A `Diagonal` on `ioshape` whose weight is `weight` (axes named `weight_shape`)
+        transposed and repeated to `ioshape`, as `einops.repeat(weight, "weight_shape ->
+        ioshape", **shape_kwargs)`: each dim of `weight_shape` must be in `ioshape`, and
+        `shape_kwargs` gives the size of each new dim (a `"..."` in `weight_shape` carries
+        the weight's extra leading axes to the `"..."` of `ioshape`).
+        `Diagonal.from_weight(w, "Nx", "C Nx", {"C": 3})` repeats `w` over 3 coils.
+        """
+        name = "`Diagonal.from_weight"
+        w = as_array(weight, f"{name}(weight=...)`")
+        src, dst = as_dims(weight_shape), as_dims(ioshape)
+        sizes = dict(shape_kwargs or {})
+        n_batch = w.ndim - len(src) + (ELLIPSIS in src)
+        if n_batch < 0 or (n_batch and ELLIPSIS not in src):
+            raise ValueError(
+                f"{name}`: weight has {w.ndim} axes but weight_shape={fmt(src)} names {len(src)}."
+            )
+        if any(d not in dst for d in src):
+            raise ValueError(
+                f"{name}`: every dim of weight_shape={fmt(src)} must be in ioshape={fmt(dst)}."
+            )
+        axes: dict[str, list[int]] = {}
+        for d in src:
+            start = sum(map(len, axes.values()))
+            axes[d] = list(range(start, start + (n_batch if d == ELLIPSIS else 1)))
+        for d, n in sizes.items():
+            if d in axes and d != ELLIPSIS and w.shape[axes[d][0]] != n:
+                raise ValueError(
+                    f"{name}(shape_kwargs=...)`: {d}={n}, but the weight's axis {d} has "
+                    f"length {w.shape[axes[d][0]]}."
+                )
+        missing = [d for d in dst if d not in axes and d != ELLIPSIS and d not in sizes]
+        if missing:
+            raise ValueError(
+                f"{name}(shape_kwargs=...)`: the size of each new dim is needed; got none "
+                f"for {missing}."
+            )
+        w = jnp.transpose(w, [a for d in dst if d in axes for a in axes[d]])
+        kept = iter(w.shape)
+        flat: list[int] = []  # the transposed weight with a size-1 axis per new dim
+        full: list[int] = []  # ... repeated to the new dims' sizes
+        for d in dst:
+            if d in axes:
+                lengths = [next(kept) for _ in axes[d]]
+                flat += lengths
+                full += lengths
+            elif d != ELLIPSIS:
+                flat.append(1)
+                full.append(sizes[d])
+        return cls(jnp.broadcast_to(w.reshape(flat), full), dst)
 
     def _size_one(self) -> Dims:
         """The named dims with a size-1 weight axis: they broadcast. Recorded at

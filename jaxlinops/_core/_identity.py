@@ -63,8 +63,9 @@ class Identity(NamedLinop):
         return inner if self.ishape == self.oshape else None
 
 
-def ShapeSpec(ishape: DimsLike, oshape: DimsLike) -> Identity:
-    """An identity that renames dims: `ShapeSpec("NxNy", "KxKy")` maps (Nx, Ny) -> (Kx, Ky)."""
+def ShapeSpec(ishape: DimsLike = ("...",), oshape: DimsLike = None) -> Identity:
+    """An identity that renames dims: `ShapeSpec("NxNy", "KxKy")` maps (Nx, Ny) -> (Kx, Ky)
+    (`oshape` defaults to `ishape`, `ishape` to `"..."`, as in torchlinops)."""
     return Identity(ishape, oshape)
 
 

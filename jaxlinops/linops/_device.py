@@ -1,6 +1,8 @@
-"""`ToDevice`: move arrays between devices."""
+"""`ToDevice`: move arrays between devices; `DeviceSpec`, torchlinops' device record."""
 
 from __future__ import annotations
+
+import dataclasses
 
 import equinox as eqx
 import jax
@@ -8,6 +10,37 @@ import jax
 from .._arrays import Device
 from .._core import Identity, NamedLinop, SameDims, Tiling, dims_field
 from .._dims import Dims, DimsLike, as_dims
+
+
+@dataclasses.dataclass
+class DeviceSpec:
+    """torchlinops' record of a device and its CUDA streams: `DeviceSpec(jax.devices()[1])`.
+
+    **Fields:**
+
+    - `device`: a `jax.Device` (default: JAX's default device).
+    - `compute_stream`, `transfer_stream`: torch CUDA streams; accepted and ignored (XLA
+      schedules computation and transfers itself).
+    """
+
+    device: Device = dataclasses.field(default_factory=lambda: jax.devices()[0])
+    compute_stream: object = None
+    transfer_stream: object = None
+
+    def __post_init__(self):
+        if not isinstance(self.device, Device):
+            raise TypeError(
+                f"`DeviceSpec(device=...)` must be a jax.Device; got {type(self.device).__name__} "
+                f"{self.device!r} (torch device strings have no JAX meaning; use jax.devices())."
+            )
+
+    def p2p_setup(self, other_device: Device) -> None:
+        """Does nothing: torchlinops creates CUDA streams for peer-to-peer copies here."""
+
+    @property
+    def type(self) -> str:
+        """The device's platform (`"cpu"`, `"gpu"`, `"tpu"`), as torch's `device.type`."""
+        return self.device.platform
 
 
 class ToDevice(SameDims):

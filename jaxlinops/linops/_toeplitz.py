@@ -54,23 +54,35 @@ def toeplitz_normal(op: ToeplitzSource, inner: NamedLinop | None) -> NamedLinop 
     `Dense` of the same structure over the k-space dims.
     """
     assert isinstance(op, NamedLinop), "the source is a NUFFT operator"
-    found = _point_weights(op, inner)
-    if found is None:
-        return None
-    weights, kernel_op = found
-    grid, size = op.plan.grid_size, embedded_size(op.plan, op.toeplitz_oversamp)
-    kernel = toeplitz_kernel(weights, op.plan, op.toeplitz_oversamp)
     out = normal_oshape(op, None if inner is None else inner.oshape)
     avoid = all_dims(op) | set(out) | (set() if inner is None else all_dims(inner))
     padded, kspace = _fresh(op.input_shape, avoid), _fresh(op.input_kshape, avoid)
+    kernel = toeplitz_kernel_op(op, inner, op.toeplitz_oversamp, kspace)
+    if kernel is None:
+        return None
+    grid, size = op.plan.grid_size, embedded_size(op.plan, op.toeplitz_oversamp)
     ndim, obatch = len(grid), out[: len(out) - len(grid)]
     return Chain(
         Pad(size, grid, op.input_shape, padded, op.batch_shape),
         FFT(ndim, op.batch_shape, (padded, kspace), centered=True),
-        kernel_op(kernel, kspace),
+        kernel,
         FFT(ndim, obatch, (padded, kspace), centered=True).H,
         Crop(grid, size, padded, out[len(obatch) :], obatch),
     )
+
+
+def toeplitz_kernel_op(
+    op: ToeplitzSource, inner: NamedLinop | None, oversamp: float, kspace: Dims, dtype=None
+) -> NamedLinop | None:
+    """The kernel of `toeplitz_normal` (embedding `oversamp`) as an operator over the
+    k-space dims `kspace` (a `Diagonal` or `Dense`, see there), in `dtype` if given; None
+    when `inner` is not a point weighting this form covers."""
+    found = _point_weights(op, inner)
+    if found is None:
+        return None
+    weights, kernel_op = found
+    kernel = toeplitz_kernel(weights, op.plan, oversamp)
+    return kernel_op(kernel if dtype is None else kernel.astype(dtype), kspace)
 
 
 def _point_weights(

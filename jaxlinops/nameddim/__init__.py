@@ -1,9 +1,11 @@
 """torchlinops' `nameddim` module: `from jaxlinops.nameddim import NamedDimension as ND`.
 
 `Dim` is jaxlinops' own parser; `NamedDimension` is a `str` subclass that jaxlinops
-operators accept as a dim (they store its plain name). torchlinops' internal matching
-helpers (`isequal`, `iscompatible`, `align`, `resolve_wildcards`, `max_shape`,
-`standardize_shapes`, `coalesce`) are not provided: jaxlinops matches shapes itself.
+operators accept as a dim (they store its plain name). torchlinops' matching helpers
+(`isequal`, `iscompatible`, `align`, `resolve_wildcards`, `max_shape`, `coalesce`) keep
+its rules for code that calls them; jaxlinops' operators match shapes with
+`jaxlinops._dims`. `standardize_shapes` is not provided: it sets operators' shapes in
+place, and jaxlinops operators are immutable (`jaxlinops.rename` relabels a copy).
 """
 
 from .._dims import ANY as ANY, Dim as Dim
@@ -11,6 +13,14 @@ from ._collection import (
     NamedDimCollection as NamedDimCollection,
     NamedShape as NamedShape,
     Shape as Shape,
+)
+from ._matching import (
+    align as align,
+    coalesce as coalesce,
+    iscompatible as iscompatible,
+    isequal as isequal,
+    max_shape as max_shape,
+    resolve_wildcards as resolve_wildcards,
 )
 from ._nameddim import (
     ELLIPSES as ELLIPSES,
@@ -42,8 +52,14 @@ __all__ = [
     "NamedDimension",
     "NamedShape",
     "Shape",
+    "align",
+    "coalesce",
     "fake_dims",
     "get_nd_shape",
     "is_any",
+    "iscompatible",
+    "isequal",
+    "max_shape",
     "partition",
+    "resolve_wildcards",
 ]

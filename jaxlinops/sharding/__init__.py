@@ -6,4 +6,4 @@ return a `BatchedLinop` that behaves like `A`.
 
 from ._batched import BatchDim as BatchDim, BatchedLinop as BatchedLinop
 from ._build import create_batched_linop as create_batched_linop, shard as shard
-from ._spec import BatchSpec as BatchSpec
+from ._spec import BatchSpec as BatchSpec, ResolvedBatchSpec as ResolvedBatchSpec

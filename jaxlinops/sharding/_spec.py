@@ -25,6 +25,17 @@ if TYPE_CHECKING:
 
 
 @dataclasses.dataclass(frozen=True)
+class ResolvedBatchSpec:
+    """A [`BatchSpec`][] with every field filled in (`BatchSpec.resolve`): the tile sizes,
+    the device of every tile (an object array of the tile grid's shape) and the device
+    outputs are gathered on."""
+
+    batch_sizes: Mapping[str, int]
+    device_matrix: np.ndarray
+    base_device: Device
+
+
+@dataclasses.dataclass(frozen=True)
 class BatchSpec:
     """How to batch an operator: `BatchSpec({"C": 1}, device_matrix=jax.devices())`.
 
@@ -69,6 +80,21 @@ class BatchSpec:
                 f"`BatchSpec(base_device=...)` must be a jax.Device; got "
                 f"{type(self.base_device).__name__}."
             )
+
+    def resolve(self, linop: NamedLinop, default_device: Device | None = None) -> ResolvedBatchSpec:
+        """This spec for `linop` with every field filled in: the device of every tile
+        ([`broadcast_device_matrix`][]; without a device matrix every tile runs on the base
+        device) and `base_device` (default `default_device`, else JAX's default device)."""
+        if default_device is not None and not isinstance(default_device, jax.Device):
+            raise TypeError(
+                f"`BatchSpec.resolve(default_device=...)` must be a jax.Device; got "
+                f"{type(default_device).__name__}."
+            )
+        base = self.base_device or default_device or jax.devices()[0]
+        matrix = self.broadcast_device_matrix(linop)
+        if self.device_matrix is None:
+            matrix = np.full(matrix.shape, base, dtype=object)
+        return ResolvedBatchSpec(self.batch_sizes, matrix, base)
 
     def broadcast_device_matrix(self, linop: NamedLinop) -> np.ndarray:
         r"""The device of every tile of `linop`: an object array of the tile grid's shape,

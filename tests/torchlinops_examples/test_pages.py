@@ -142,7 +142,7 @@ def tutorial_basics_cg(L, T):
     w = T.randn(6, 4)
     A = L.Dense(w, ("M", "N"), ("N",), ("M",))
     y = T.randn(6)
-    x = L.alg.conjugate_gradients(A.N, A.H(y), max_num_iters=50, gtol=1e-10)
+    x = L.alg.conjugate_gradients(A.N, A.H(y), max_num_iters=50, gtol=1e-06)
     return {"x": x}
 
 
