@@ -229,4 +229,4 @@ class Indenter:
 
 
 INDENT = Indenter(start_level=0)
-"""A shared [`Indenter`][] for nested printing across functions."""
+"""A shared `Indenter` for nested printing across functions."""
