@@ -301,3 +301,121 @@ def test_broadcast_device_matrix_as_torchlinops():
     B = jl.NUFFT(random_locs(28, (8, 8), 6), (8, 8), "R", batch_shape="C")
     with pytest.raises(ValueError, match="does not fix the size of dim 'C'"):
         jl.BatchSpec({"C": 1}).broadcast_device_matrix(B)
+
+
+class CustomMatrix(jl.NamedLinop):
+    """$y = W x$, `(N) -> (M)`, written to torchlinops' protocol with its own `split` (which
+    slices `W` and knows nothing of padded tiles) and `normal_fn`."""
+
+    def __init__(self, weight):
+        super().__init__(jl.NamedShape(("N",), ("M",)))
+        self.weight = weight
+
+    @staticmethod
+    def fn(linop, x, /):
+        return linop.weight @ x
+
+    @staticmethod
+    def adj_fn(linop, y, /):
+        return jnp.conj(linop.weight).T @ y
+
+    @staticmethod
+    def normal_fn(linop, x, /):
+        return jnp.conj(linop.weight).T @ (linop.weight @ x)
+
+    @staticmethod
+    def split(linop, tile):
+        return CustomMatrix(linop.weight[tile.get("M", slice(None)), tile.get("N", slice(None))])
+
+    def size(self, dim):
+        return dict(zip("MN", self.weight.shape)).get(dim)
+
+
+@pytest.mark.parametrize(
+    "specs",
+    [
+        {"M": 2},  # concatenated: a ragged tile and an all-padding one on 2 devices
+        {"N": 2},  # summed across devices, the same padding
+        ({"M": 2}, {"N": 2}),  # nested: tiles of padded tiles
+    ],
+    ids=["output-dim", "input-dim", "nested"],
+)
+def test_custom_operator_with_its_own_split(specs):
+    """A torchlinops-style operator with its own `split` is batched along its dims (5
+    entries, tiles of 2 over 2 devices: a ragged tile and an all-padding one, which its
+    `split` never sees): forward, adjoint and normal equal the dense matrix's, and a tile
+    of the batched operator is the block of the matrix."""
+    W, x, y = np.asarray(rand(30, (5, 5))), rand(31, (5,)), rand(32, (5,))
+    A = CustomMatrix(jnp.asarray(W))
+    first, *rest = [specs] if isinstance(specs, dict) else specs
+    spec = [jl.BatchSpec(first, device_matrix=DEVICES[:2])] + [jl.BatchSpec(s) for s in rest]
+    B = jl.create_batched_linop(A, spec)
+    got = jax.jit(lambda op, v, w: (op(v), op.H(w), op.N(v)))(B, x, y)
+    for g, want in zip(got, (W @ x, W.conj().T @ y, W.conj().T @ (W @ x))):
+        assert_close(g, want, C128)
+    dim = next(iter(first))
+    tile = jl.split(B, {dim: slice(1, 4)})
+    block = W[1:4] if dim == "M" else W[:, 1:4]
+    assert_close(tile(x if dim == "M" else x[1:4]), block @ (x if dim == "M" else x[1:4]), C128)
+
+
+def test_custom_normal_splits_through_the_operator():
+    """`A.N` by the class's `normal_fn` is batched along `A`'s output dim (internal to the
+    normal: tiles sum, the all-padding one adds zero); its input dim, renamed in the
+    output, is refused by name."""
+    W, x = np.asarray(rand(33, (5, 3))), rand(34, (3,))
+    A = CustomMatrix(jnp.asarray(W))
+    assert type(A.N).__name__ == "NormalFn"
+    B = jl.create_batched_linop(A.N, jl.BatchSpec({"M": 2}, device_matrix=DEVICES[:2]))
+    assert_close(jax.jit(lambda op, v: op(v))(B, x), W.conj().T @ (W @ x), C128)
+    with pytest.raises(ValueError, match=r"`CustomMatrix.N` cannot be split along dims \['N'\]"):
+        jl.split(A.N, {"N": slice(0, 1)})
+
+
+def test_custom_split_without_size_is_refused():
+    """An operator with its own `split` that does not report a dim's size cannot have
+    tiles sliced along it (the batcher would apply it whole to every tile): a ValueError
+    naming it, the dim and the fix."""
+
+    class Unsized(CustomMatrix):
+        def size(self, dim):
+            return None
+
+    A = Unsized(rand(35, (5, 5)))
+    with pytest.raises(ValueError, match=r"`Unsized` .* does not report the size of dim 'N'"):
+        jl.create_batched_linop(A, jl.BatchSpec({"N": 2}))
+
+
+def test_custom_operator_batched_as_torchlinops():
+    """The same class written for torchlinops, batched by torchlinops with the same
+    ragged tiles, gives the same forward and adjoint."""
+    torch = pytest.importorskip("torch")
+    tl = pytest.importorskip("torchlinops")
+
+    class TorchMatrix(tl.NamedLinop):
+        def __init__(self, weight):
+            super().__init__(tl.NS(("N",), ("M",)))
+            self.weight = weight
+
+        @staticmethod
+        def fn(linop, x, /):
+            return linop.weight @ x
+
+        @staticmethod
+        def adj_fn(linop, y, /):
+            return linop.weight.conj().T @ y
+
+        @staticmethod
+        def split(linop, tile):
+            return TorchMatrix(linop.weight[tile.get("M", slice(None)), tile.get("N", slice(None))])
+
+        def size(self, dim):
+            return dict(zip("MN", self.weight.shape)).get(dim)
+
+    # writable copies: torch.from_numpy warns on a read-only array
+    W, x, y = (np.array(rand(seed, n)) for seed, n in ((36, (5, 5)), (37, (5,)), (38, (5,))))
+    for sizes in ({"M": 2}, {"N": 2}):
+        ours = jl.create_batched_linop(CustomMatrix(jnp.asarray(W)), jl.BatchSpec(sizes))
+        theirs = tl.create_batched_linop(TorchMatrix(torch.from_numpy(W)), tl.BatchSpec(sizes))
+        assert_close(ours(x), theirs(torch.from_numpy(x)).numpy(), C128)
+        assert_close(ours.H(y), theirs.H(torch.from_numpy(y)).numpy(), C128)

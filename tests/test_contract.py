@@ -162,10 +162,6 @@ REFUSED_SPLITS = {
     "conv_zeros_2d_batch": "X Y X1 Y1",
     "crop": "Nx Ny Nx1 Ny1",
     "crop_normal": "Nx Ny Nx1 Ny1 Nx2 Ny2",
-    # torchlinops' protocol without a `split`: its own dims refuse to split; its
-    # `normal_fn` operator (`NormalFn`) has no split either
-    "custom_scale": "C N",
-    "custom_scale_normal": "C N",
     "fft_adjoint": "Kx Ky Nx Ny",
     "fft_backward": "N K",
     "fft_batched": "Nx Ny Kx Ky",

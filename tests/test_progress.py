@@ -160,3 +160,27 @@ def test_python_loop_bars(bars):
     with _progress.bar(5, "off", progress=False) as b:
         b.update(2)
     assert len(bars) == 1
+
+
+def test_plan_build_bars(bars):
+    """`create_batched_linop` (its own bar only: nested specs' inner builds show none),
+    `shard` and `split_linop` move one bar per tile when asked (by keyword or by
+    `jaxlinops.config`), show none when not, and build the same operator either way."""
+    w = rand(2, (5, 3), np.float64)
+    A = jl.Dense(w, "M N", "N", "M")
+    x = rand(3, (3,), np.float64)
+    specs = [jl.BatchSpec({"M": 2}), jl.BatchSpec({"N": 2})]
+    quiet = jl.create_batched_linop(A, specs, progress=False)
+    assert not bars
+    with jl.config.using(progress=True):
+        shown = jl.create_batched_linop(A, specs)
+    (bar,) = bars
+    assert (bar.total, bar.n, bar.closed) == (3, 3, True) and "Dense" in bar.kwargs["desc"]
+    np.testing.assert_allclose(shown(x), quiet(x), rtol=1e-12)
+    np.testing.assert_allclose(shown(x), np.asarray(w) @ np.asarray(x), rtol=1e-12)
+    mesh = jax.make_mesh((2,), ("m",), devices=jax.devices()[:2])
+    sharded = jl.shard(A, mesh, {"M": "m"}, progress=True)
+    np.testing.assert_allclose(sharded(x), np.asarray(w) @ np.asarray(x), rtol=1e-12)
+    tiles, _, _ = jl.split_linop(A, {"N": 2}, progress=True)
+    assert [(b.total, b.n, b.closed) for b in bars[1:]] == [(2, 2, True), (2, 2, True)]
+    np.testing.assert_allclose(tiles[1](x[2:]), np.asarray(w)[:, 2:] @ np.asarray(x[2:]))

@@ -85,21 +85,11 @@ DOC_METHODS = {
 }
 
 # Parameters that only mean something for torch: accepted and ignored by jaxlinops.
-TORCH_ONLY = frozenset(
-    {
-        "threaded",
-        "num_workers",
-        "out",
-        "_mmap",
-        "tqdm_kwargs",
-        "default_device",
-        "base_device",
-        "stream",
-        "device",
-        "disable_tracking",
-        "deterministic_backward",
-    }
-)
+# torch-only parameters that jaxlinops accepts and ignores (others that sound torch-only
+# have a meaning here: `tqdm_kwargs` go to tqdm, `disable_tracking` runs every CG
+# iteration, `default_device`/`base_device`/`device` name `jax.Device`s, and
+# `deterministic_backward` warns where a GPU scatter-add may vary)
+TORCH_ONLY = frozenset({"threaded", "num_workers", "out", "_mmap", "stream"})
 
 # torchlinops row name -> why jaxlinops deliberately differs (printed by the guide).
 DELIBERATE: dict[str, str] = {

@@ -12,6 +12,8 @@ equinox Module like every other operator: attributes holding arrays are pytree l
 from __future__ import annotations
 
 import dataclasses
+import functools
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import equinox as eqx
@@ -19,8 +21,11 @@ import jax
 
 from .._dims import Dims, as_dims
 from ..nameddim import NamedShape
-from ._linop import Labelled, NamedLinop, check_label, dims_field
+from ._coupling import Coupling
+from ._linop import Labelled, NamedLinop, all_dims, check_label, dims_field
+from ._masks import split_clamped
 from ._normal import normal_oshape
+from ._tiles import Tile
 
 
 class FunctionLinop(Labelled, is_abstract=True):
@@ -29,8 +34,11 @@ class FunctionLinop(Labelled, is_abstract=True):
 
     `A.N` is the class's own `normal_fn` when it defines one (a `NormalFn`), else
     `A.H @ A`. The default `split` refuses to split the operator along its own dims;
-    define `split(linop, tile)` to slice its arrays. Attributes are read-only once
-    `__init__` returns (operators are immutable pytrees).
+    define `split(linop, tile)` to slice its arrays: the operator then declares
+    `Coupling.NONE` along all its dims (override `coupling` where that is not so), and
+    batched execution pads the tiles that run past the end of a dim itself (the class's
+    `split` only sees slices inside its dims; see `split_clamped`). Attributes are
+    read-only once `__init__` returns (operators are immutable pytrees).
     """
 
     ishape: Dims = dims_field(default=None)
@@ -63,6 +71,9 @@ class FunctionLinop(Labelled, is_abstract=True):
                 f"`{cls.__name__}` defines `fn` but not its adjoint: define a static "
                 f"`adj_fn(linop, x, /)` (or `adjoint()`)."
             )
+        own = cls.__dict__.get("split")
+        if own is not None:
+            cls.split = _clamps_tiles(own)
 
     def __check_init__(self):
         if self.ishape is None:
@@ -130,17 +141,40 @@ class FunctionLinop(Labelled, is_abstract=True):
     def apply_adjoint(self, y: jax.Array) -> jax.Array:
         return type(self).adj_fn(self, y)
 
+    def coupling(self, dim: str) -> Coupling:
+        """`Coupling.NONE` along its dims when the class defines its own `split`."""
+        if type(self).split is not NamedLinop.split and dim in self.dims:
+            return Coupling.NONE
+        return super().coupling(dim)
+
     def _normal(self, inner: NamedLinop | None) -> NamedLinop | None:
         if inner is not None or type(self).normal_fn is NamedLinop.normal_fn:
             return None
         return NormalFn(linop=self, ishape=self.ishape, oshape=normal_oshape(self))
 
 
+def _clamps_tiles(impl: Callable) -> Callable:
+    """A class's `split(linop, tile)`, given a padded `Tile` (batched execution), sees only
+    slices inside the dims: `split_clamped` pads its tile back. A user's `{dim: slice}` is
+    checked first (`impl` calls back with a `Tile`)."""
+
+    @functools.wraps(impl)
+    def split(linop, tile):
+        if not isinstance(tile, Tile):
+            return impl(linop, tile)
+        return split_clamped(linop, tile, impl)
+
+    return split
+
+
 class NormalFn(NamedLinop):
     r"""$A^H A x$ by the operator's own `normal_fn(A, x)`: `ishape -> oshape`, both laid
     out like `A.ishape` (the output with `A`'s unshared input dims renamed).
 
-    Self-adjoint: the adjoint applies the same function from `oshape` to `ishape`.
+    Self-adjoint: the adjoint applies the same function from `oshape` to `ishape`. It splits
+    through `A`'s `split`, along the dims where $A^H A$ is block diagonal or a sum: a dim
+    `A` shares between input and output (the tile is $A_t^H A_t$, if `A` applies it entry
+    by entry) and an output-only dim of `A` (internal here: $A^H A = \sum_t A_t^H A_t$).
     """
 
     linop: NamedLinop
@@ -160,9 +194,27 @@ class NormalFn(NamedLinop):
     def adjoint(self) -> NamedLinop:
         return NormalFn(linop=self.linop, ishape=self.oshape, oshape=self.ishape)
 
+    def _splits(self, dim: str) -> bool:
+        """Whether `dim` is one `A`'s tiles split (see the class doc)."""
+        shared = set(self.ishape) & set(self.oshape)
+        return dim in shared or dim in all_dims(self.linop) - set(self.linop.ishape)
+
+    def coupling(self, dim: str) -> Coupling:
+        return self.linop.coupling(dim) if self._splits(dim) else Coupling.GLOBAL
+
+    def split(self, tile: Mapping[str, slice]) -> NamedLinop:
+        refused = sorted(d for d in tile if d in self.dims and not self._splits(d))
+        if refused:
+            raise ValueError(
+                f"`{self.name}` cannot be split along dims {refused}: `{self.linop.name}`'s "
+                f"normal couples an input-only dim of it with its renamed copy."
+            )
+        return NormalFn(linop=self.linop.split(tile), ishape=self.ishape, oshape=self.oshape)
+
     def size(self, dim: str) -> int | None:
-        """The size of the dim of `A.ishape` at the same position, on either side."""
+        """The size of the dim of `A.ishape` at the same position, on either side; `A`'s
+        size of an internal dim (one of `A`'s output only)."""
         for mine, theirs in zip(self.ishape + self.oshape, self.linop.ishape * 2):
             if mine == dim:
                 return self.linop.size(theirs)
-        return None
+        return self.linop.size(dim)

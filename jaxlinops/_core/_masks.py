@@ -1,18 +1,21 @@
-"""Tiles of operators that create or consume a dim: `split_arrays` slices an operator's
-arrays, and `mask_padded` zeroes the entries of a padded tile past the end of such a dim
-with a 0/1 `Diagonal`."""
+"""Padded tiles: `split_arrays` slices an operator's arrays, and `mask_padded` zeroes the
+entries of a padded tile past the end of a dim that the operator creates or consumes with
+a 0/1 `Diagonal`; `split_clamped` pads the tiles of a split that slices only inside its
+dims (an operator written to torchlinops' protocol) into a `PaddedTile`."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._dims import ELLIPSIS, fmt
+from .._dims import ELLIPSIS, Dims, axis_of, fmt
+from ._coupling import Coupling
 from ._diagonal import Diagonal
-from ._linop import NamedLinop
-from ._tiles import ArrayAxes, as_tile, slice_arrays, tile_length, valid_length
+from ._linop import NamedLinop, dims_field
+from ._tiles import ArrayAxes, Tile, as_tile, slice_arrays, take, tile_length, valid_length
 
 
 def split_arrays(
@@ -70,3 +73,93 @@ def mask_padded(
         mask = Diagonal(jnp.asarray(weight), getattr(out, side))
         out = mask @ out if side == "oshape" else out @ mask
     return out
+
+
+def split_clamped(op: NamedLinop, tile: Mapping[str, slice], impl: Callable) -> NamedLinop:
+    """The tile of `op` by `impl(op, tile)`, a split that knows nothing of padding (one
+    written to torchlinops' protocol): each padded slice of a dim of `op` is clamped to the
+    dim's entries before `impl` sees it, and the result is padded back (`PaddedTile`). An
+    all-padding slice becomes the dim's last entry, which the `PaddedTile` zeroes."""
+    tile = as_tile(tile)
+    slices, pads = dict(tile.slices), {}
+    for d, n in tile.padded.items():
+        if d in tile and d in op.dims:
+            s, valid = tile[d], valid_length(tile[d], n)
+            start = min(s.start or 0, n - 1)
+            slices[d] = slice(start, start + max(valid, 1))
+            pads[d] = (valid, tile_length(tile, d, n))
+    return padded_tile(impl(op, Tile(slices)), pads)
+
+
+def padded_tile(op: NamedLinop, pads: Mapping[str, tuple[int, int]]) -> NamedLinop:
+    """`op` padded along `pads = {dim: (valid, length)}` (those with `valid < length`)."""
+    pads = {d: p for d, p in pads.items() if p[0] < p[1]}
+    if isinstance(op, PaddedTile):
+        op, pads = op.linop, {**dict(op.pads), **pads}
+    return PaddedTile(op, tuple(pads.items())) if pads else op
+
+
+class PaddedTile(NamedLinop):
+    r"""A padded tile of an operator whose own `split` slices only inside its dims (see
+    `split_clamped`): `linop` is the tile of the entries inside; along each padded dim,
+    `pads` holds `(dim, (valid, length))`: the tile has `length` entries, the first `valid`
+    inside the dim (`linop` has `max(valid, 1)` there).
+
+    $A_t = E_o A_v E_i^T$, where $E$ embeds the first `valid` entries in zeros (a zero row
+    for `linop`'s stand-in entry when `valid` is 0), so the padded entries of the output
+    are zero and those of the input are ignored: the tile is $Q_t A P_t^T$ exactly.
+    """
+
+    linop: NamedLinop
+    pads: tuple[tuple[str, tuple[int, int]], ...] = dims_field(kind="pairs")
+
+    @property
+    def ishape(self) -> Dims:
+        return self.linop.ishape
+
+    @property
+    def oshape(self) -> Dims:
+        return self.linop.oshape
+
+    @property
+    def name(self) -> str:
+        return self.linop.name
+
+    def size(self, dim: str) -> int | None:
+        return dict(self.pads).get(dim, (None, self.linop.size(dim)))[1]
+
+    def coupling(self, dim: str) -> Coupling:
+        return self.linop.coupling(dim)
+
+    def apply(self, x: jax.Array) -> jax.Array:
+        y = self.linop.apply(self._embed(x, self.ishape, inner=True))
+        return self._embed(y, self.oshape, inner=False)
+
+    def apply_adjoint(self, y: jax.Array) -> jax.Array:
+        x = self.linop.apply_adjoint(self._embed(y, self.oshape, inner=True))
+        return self._embed(x, self.ishape, inner=False)
+
+    def _embed(self, a: jax.Array, shape: Dims, inner: bool) -> jax.Array:
+        """`a` (laid out by `shape`) cut to the `valid` entries of each padded dim and
+        zero-filled to `linop`'s length there (`inner`) or to the tile's `length`."""
+        for d, (valid, length) in self.pads:
+            if d in shape:
+                axis = axis_of(shape, d) % a.ndim
+                kept = jax.lax.slice_in_dim(a, 0, valid, axis=axis)
+                a = take(kept, axis, slice(0, max(valid, 1) if inner else length), padded=True)
+        return a
+
+    def split(self, tile: Mapping[str, slice]) -> NamedLinop:
+        """Along a padded dim, the sub-slice of `linop` inside the dim, padded again; along
+        the other dims, `linop`'s tile."""
+        tile, pads = as_tile(tile), dict(self.pads)
+        slices = dict(tile.slices)
+        for d in set(tile) & set(pads):
+            valid, length = pads[d]
+            start = tile[d].start or 0
+            n = tile_length(tile, d, length)
+            keep = max(0, min(start + n, valid) - start)
+            slices[d] = slice(start, start + keep) if keep else slice(0, 1)
+            pads[d] = (keep, n)
+        padded = {d: n for d, n in tile.padded.items() if d not in pads}
+        return padded_tile(self.linop.split(Tile(slices, padded)), pads)

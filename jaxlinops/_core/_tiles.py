@@ -25,6 +25,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._dims import fmt
+from .._progress import iterate
 from ._coupling import ArrayAxes
 from ._linop import NamedLinop, all_dims
 
@@ -191,7 +192,11 @@ def tile_grid(
 
 
 def split_linop(
-    linop: NamedLinop, batch_sizes: Mapping[str, int], sizes: Mapping[str, int] | None = None
+    linop: NamedLinop,
+    batch_sizes: Mapping[str, int],
+    sizes: Mapping[str, int] | None = None,
+    *,
+    progress: bool | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The tile grid of `linop` for `batch_sizes = {dim: tile size}`, as torchlinops.
 
@@ -202,7 +207,8 @@ def split_linop(
     `linop.ishape` / `linop.oshape` (`slice(None)` where not batched).
 
     `sizes` (jaxlinops only) gives the sizes of batched dims that `linop` does not fix
-    (e.g. a pure batch dim, whose size only the input determines).
+    (e.g. a pure batch dim, whose size only the input determines). `progress` (jaxlinops
+    only): a bar over the tiles (see `jaxlinops._progress.enabled`).
     """
     given = dict(sizes or {})
     known: dict[str, int] = {}
@@ -221,7 +227,7 @@ def split_linop(
         known[d] = n
     shape, grid = tile_grid(known, batch_sizes)
     tiles, ins, outs = (np.empty(shape, object) for _ in range(3))
-    for index, tile in grid:
+    for index, tile in iterate(grid, f"split_linop: tiles of {linop.name}", progress):
         tiles[index] = split(linop, tile)
         ins[index] = [tile.get(d, slice(None)) for d in linop.ishape]
         outs[index] = [tile.get(d, slice(None)) for d in linop.oshape]

@@ -93,7 +93,8 @@ class NamedDimCollection:
 
 class NamedShape(NamedDimCollection):
     """A linop's shape: `NamedShape(ishape, oshape)` (`oshape=None`: the same as `ishape`;
-    both None: `("...",)`), with `.ishape`, `.oshape`, `.H` (swapped) and `.N` (the
+    both None: `("...",)`; `NamedShape(ioshape=dims)`: `dims -> dims`, as torchlinops'
+    custom-linop guide writes it), with `.ishape`, `.oshape`, `.H` (swapped) and `.N` (the
     normal's shape: `ishape -> ishape'`, output dims renamed where they clash)."""
 
     def __init__(
@@ -105,6 +106,8 @@ class NamedShape(NamedDimCollection):
         if isinstance(ishape, NamedShape):
             super().__init__(**ishape.shapes)
             return
+        if ishape is None and oshape is None and "ioshape" in other_shapes:
+            ishape = other_shapes.pop("ioshape")
         if oshape is None:
             oshape = (ELLIPSIS,) if ishape is None else ishape
         super().__init__(

@@ -10,8 +10,9 @@ import numpy as np
 from jax.sharding import Mesh
 
 from .._arrays import Device
-from .._core import Coupling, NamedLinop, all_dims, tile_grid
+from .._core import Coupling, FunctionLinop, NamedLinop, all_dims, tile_grid
 from .._dims import fmt
+from .._progress import iterate
 from ._batched import BatchDim, BatchedLinop
 from ._log import log_plan
 from ._spec import BatchSpec, fit_devices, make_mesh
@@ -25,6 +26,8 @@ def create_batched_linop(
     batch_specs: BatchSpec | Sequence[BatchSpec],
     default_device: Device | None = None,
     _mmap: object = None,
+    *,
+    progress: bool | None = None,
     **options: object,
 ) -> BatchedLinop:
     """`linop` as one operator run tile by tile: `create_batched_linop(A, BatchSpec({"C":
@@ -45,6 +48,10 @@ def create_batched_linop(
     - `threaded`, `num_workers`, `accumulate` (in `options`): torchlinops' thread pool;
       JAX runs the tiles as one compiled program, so they are ignored. Other options
       raise a TypeError.
+
+    jaxlinops only: `progress` (keyword) shows a bar over the tiles as they are split and
+    built (default None: `jaxlinops.config.progress`, else only in a terminal or notebook;
+    see `jaxlinops._progress.enabled`). The inner builds of nested specs show none.
     """
     unknown = sorted(set(options) - _TORCH_OPTIONS)
     if unknown:
@@ -71,7 +78,7 @@ def create_batched_linop(
         )
     if default_device is not None and spec.base_device is None:
         spec = dataclasses.replace(spec, base_device=default_device)
-    inner = (lambda t: create_batched_linop(t, rest)) if rest else None
+    inner = (lambda t: create_batched_linop(t, rest, progress=False)) if rest else None
     sizes = checked_sizes(linop, spec.batch_sizes, "create_batched_linop")
     mesh = None
     if spec.device_matrix is not None:
@@ -79,7 +86,9 @@ def create_batched_linop(
         grid = [None if n is None else -(-n // spec.batch_sizes[d]) for d, n in sizes.items()]
         mesh = make_mesh(fit_devices(spec.device_matrix, grid), tuple(sizes))
     axes = {d: d for d in sizes} if mesh is not None else {}
-    return build(linop, dict(spec.batch_sizes), sizes, mesh, axes, inner, spec.base_device)
+    return build(
+        linop, dict(spec.batch_sizes), sizes, mesh, axes, inner, spec.base_device, progress
+    )
 
 
 def shard(
@@ -87,11 +96,14 @@ def shard(
     mesh: Mesh,
     axes: Mapping[str, str],
     batch_sizes: Mapping[str, int] | None = None,
+    *,
+    progress: bool | None = None,
 ) -> BatchedLinop:
     """`A` run across an existing `mesh`: `axes = {dim: mesh axis}` puts the tiles of
     each batched dim along that mesh axis. By default each device gets one tile
     ($\\lceil n / \\text{devices} \\rceil$ entries); `batch_sizes` gives smaller tiles,
-    which each device then applies in turn."""
+    which each device then applies in turn. `progress`: a bar over the tiles as they are
+    built, as `create_batched_linop`'s."""
     if not isinstance(mesh, Mesh):
         raise TypeError(f"`shard` expects a jax.sharding.Mesh; got {type(mesh).__name__}.")
     unknown = sorted(set(axes.values()) - set(mesh.axis_names))
@@ -116,7 +128,7 @@ def shard(
     sizes = checked_sizes(A, tiles, "shard")
     # an Auto copy of the mesh: shard_map then reshards plain inputs as needed
     auto = make_mesh(mesh.devices, mesh.axis_names)
-    return build(A, tiles, sizes, auto, dict(axes), None, None)
+    return build(A, tiles, sizes, auto, dict(axes), None, None, progress)
 
 
 def checked_sizes(A: NamedLinop, tiles: Mapping[str, int], what: str) -> dict[str, int | None]:
@@ -138,6 +150,8 @@ def checked_sizes(A: NamedLinop, tiles: Mapping[str, int], what: str) -> dict[st
                 f"`{what}`: {A.name} ({fmt(A.ishape)} -> {fmt(A.oshape)}) does not fix the "
                 f"size of dim {d!r}, and it is not an input dim that the input could fix."
             )
+        if sizes[d] is None:
+            check_sized(A, d, what)
         coupling = A.coupling(d)
         if coupling != Coupling.NONE:
             raise ValueError(
@@ -148,6 +162,21 @@ def checked_sizes(A: NamedLinop, tiles: Mapping[str, int], what: str) -> dict[st
     return sizes
 
 
+def check_sized(A: NamedLinop, d: str, what: str) -> None:
+    """Raise a ValueError when an operator in `A` with its own `split` (torchlinops'
+    protocol) has dim `d` without reporting its size: its tiles would need slicing, but a
+    dim of unknown size is one the input sizes and every tile shares."""
+    found = jax.tree.leaves(A, is_leaf=lambda o: isinstance(o, FunctionLinop))
+    for op in found:
+        own_split = isinstance(op, FunctionLinop) and type(op).split is not NamedLinop.split
+        if own_split and d in op.dims and op.size(d) is None:
+            raise ValueError(
+                f"`{what}`: `{op.name}` ({fmt(op.ishape)} -> {fmt(op.oshape)}) has its own "
+                f"`split` but does not report the size of dim {d!r}: define "
+                f"`size(self, dim)` returning it, so that its tiles can be sliced."
+            )
+
+
 def build(
     A: NamedLinop,
     tiles: dict[str, int],
@@ -156,9 +185,11 @@ def build(
     axes: dict[str, str],
     inner: Callable[[NamedLinop], NamedLinop] | None,
     base_device: Device | None,
+    progress: bool | None = None,
 ) -> BatchedLinop:
     """Split `A` into its (padded) tile grid, stack the tiles and place them on `mesh`
-    (`sizes`: the batched dims' sizes from `checked_sizes`)."""
+    (`sizes`: the batched dims' sizes from `checked_sizes`; `progress`: a bar over the
+    tiles, see `jaxlinops._progress.enabled`)."""
     devices = {d: mesh.shape[ax] for d, ax in axes.items()} if mesh is not None else {}
     batch = {d: BatchDim(n, tiles[d], axes.get(d), devices.get(d, 1)) for d, n in sizes.items()}
     known = {d: n for d, n in sizes.items() if n is not None}
@@ -166,7 +197,7 @@ def build(
     shape, plan = tile_grid(known, tiles, {d: batch[d].count(n) for d, n in known.items()})
     counts = list(shape)
     grid = []
-    for _, tile in plan:
+    for _, tile in iterate(plan, f"create_batched_linop: tiles of {A.name}", progress):
         tile = A.split(tile)
         grid.append(inner(tile) if inner is not None else tile)
     tiles_op = stack_tiles(grid, tuple(counts))

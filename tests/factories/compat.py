@@ -3,7 +3,7 @@
 order, `SumReduce` adjoint and normal without `axes_lengths`, a `Dense` whose broadcast
 dim has its full size (`Dense.from_einstr(..., broadcast_dims=...)`), the debugging
 identities `BreakpointLinop` and `Sleep`, and an operator written to torchlinops' custom
-operator protocol (static `fn`, `adj_fn` and `normal_fn`)."""
+operator protocol (static `fn`, `adj_fn`, `normal_fn` and `split`, and `size`)."""
 
 import jax.numpy as jnp
 import numpy as np
@@ -95,6 +95,15 @@ class CustomScale(jl.NamedLinop):
     @staticmethod
     def normal_fn(linop, x, /):
         return (jnp.abs(linop.weight) ** 2).astype(x.dtype) * x
+
+    @staticmethod
+    def split(linop, tile):
+        return CustomScale(
+            linop.weight[tuple(tile.get(d, slice(None)) for d in linop.ishape)], linop.ishape
+        )
+
+    def size(self, dim):
+        return self.weight.shape[self.ishape.index(dim)] if dim in self.ishape else None
 
 
 @operator_factory

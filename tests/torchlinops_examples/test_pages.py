@@ -10,26 +10,10 @@ tolerance, dims as their names). Without torchlinops, the jaxlinops run still ru
 
 from __future__ import annotations
 
-import importlib
-import warnings
-
-import numpy as np
 import pytest
 
-import jaxlinops
-from torchlinops_examples import case, torch_as_jax
-
-try:
-    with warnings.catch_warnings():  # torch's own deprecation warnings on import
-        warnings.simplefilter("ignore", DeprecationWarning)
-        import torch
-        import torchlinops
-except ImportError:  # the jaxlinops half still runs
-    torch = torchlinops = None
-
-
-def _sub(L, name):
-    return importlib.import_module(f"{L.__name__}.{name}")
+from torchlinops_examples import case
+from torchlinops_examples.scenario import run_scenario, sub
 
 
 def getting_started_dense(L, T):
@@ -64,7 +48,7 @@ def getting_started_config(L, T):
 
 def named_abstractions_dimension(L, T):
     """explanations/named_abstractions.md, "NamedDimension": equality, hashing, next_unused."""
-    ND = _sub(L, "nameddim").NamedDimension
+    ND = sub(L, "nameddim").NamedDimension
     return {
         "eq": ND("A") == "A",
         "eq1": ND("A", 1) == "A1",
@@ -76,14 +60,14 @@ def named_abstractions_dimension(L, T):
 
 def named_abstractions_collection(L, T):
     """explanations/named_abstractions.md, "NamedDimCollection": a rename propagates."""
-    c = _sub(L, "nameddim").NamedDimCollection(shape1=("A", "B"), shape2=("B", "C"))
+    c = sub(L, "nameddim").NamedDimCollection(shape1=("A", "B"), shape2=("B", "C"))
     c.shape1 = ("D", "E")
     return {"shape2": c.shape2}
 
 
 def named_abstractions_shape(L, T):
     """explanations/named_abstractions.md, "NamedShape": `.H`, `.N`, `+`."""
-    NS = _sub(L, "nameddim").NamedShape
+    NS = sub(L, "nameddim").NamedShape
     s = NS(("A", "B"), ("C", "D"))
     full = NS(("Batch",), ("Batch",)) + NS(("Nx", "Ny"), ("Kx", "Ky"))
     return {
@@ -101,7 +85,7 @@ def named_abstractions_linop_shape(L, T):
 
 def custom_linops_scale(L, T):
     """howto/custom_linops.md: a NamedLinop subclass with static `fn`/`adj_fn`."""
-    NS = _sub(L, "nameddim").NamedShape
+    NS = sub(L, "nameddim").NamedShape
 
     class Scale(L.NamedLinop):
         def __init__(self, scale, ishape, oshape):
@@ -124,12 +108,12 @@ def custom_linops_scale(L, T):
 def custom_linops_is_adjoint(L, T):
     """howto/custom_linops.md, "Testing": `utils.is_adjoint` on a Dense."""
     A = L.Dense(T.randn(3, 4), ("M", "N"), ("N",), ("M",))
-    return {"adjoint": bool(_sub(L, "utils").is_adjoint(A, T.randn(4), T.randn(3)))}
+    return {"adjoint": bool(sub(L, "utils").is_adjoint(A, T.randn(4), T.randn(3)))}
 
 
 def multi_gpu_split(L, T):
     """explanations/multi_gpu.md, "Splitting": `split_linop` into tiles along N."""
-    split = _sub(L, "linops.split").split_linop
+    split = sub(L, "linops.split").split_linop
     A = L.Dense(T.randn(3, 4), ("M", "N"), ("N",), ("M",))
     x = T.randn(4)
     linops, islices, _ = split(A, {"N": 2})  # the tiles and the input slices they read
@@ -169,40 +153,7 @@ SCENARIOS = {
 }
 
 
-def _plain(value):
-    """Numbers as numpy arrays, dims as their names, containers element by element."""
-    if torch is not None and isinstance(value, torch.Tensor):
-        return value.detach().numpy()
-    if hasattr(value, "__array__") and not isinstance(value, (tuple, list)):
-        return np.asarray(value)
-    if isinstance(value, (tuple, list)):
-        return tuple(_plain(v) for v in value)
-    if isinstance(value, (bool, int, float, complex)):
-        return value
-    return str(value)
-
-
-def _assert_same(got, expected, key):
-    if isinstance(expected, tuple):
-        assert isinstance(got, tuple) and len(got) == len(expected), (key, got, expected)
-        for g, e in zip(got, expected, strict=True):
-            _assert_same(g, e, key)
-    elif isinstance(expected, np.ndarray):
-        np.testing.assert_allclose(np.asarray(got), expected, rtol=1e-4, atol=1e-5, err_msg=key)
-    else:
-        assert got == expected, (key, got, expected)
-
-
 @pytest.mark.parametrize("scenario", [case(k, f) for k, f in SCENARIOS.items()])
 def test_page_scenario(scenario):
     """The scenario runs on jaxlinops and returns what torchlinops returns."""
-    if torch is not None:
-        torch.manual_seed(0)
-    got = {k: _plain(v) for k, v in scenario(jaxlinops, torch_as_jax).items()}
-    if torchlinops is None:
-        return
-    torch.manual_seed(0)
-    expected = {k: _plain(v) for k, v in scenario(torchlinops, torch).items()}
-    assert got.keys() == expected.keys()
-    for key in expected:
-        _assert_same(got[key], expected[key], key)
+    run_scenario(scenario)

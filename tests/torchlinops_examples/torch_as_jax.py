@@ -28,14 +28,6 @@ float, cfloat, long = jnp.float32, jnp.complex64, jnp.int64  # noqa: A001
 pi = np.pi
 Tensor = jnp.ndarray
 
-_DTYPES = {
-    jnp.float32: "float32",
-    jnp.float64: "float64",
-    jnp.complex64: "complex64",
-    jnp.complex128: "complex128",
-    jnp.int64: "int64",
-}
-
 
 def _shape(size) -> tuple[int, ...]:
     return tuple(size[0]) if len(size) == 1 and isinstance(size[0], (tuple, list)) else size
@@ -43,7 +35,7 @@ def _shape(size) -> tuple[int, ...]:
 
 def _from_torch(name: str, *size, dtype=jnp.float32, **kwargs):
     """A torch random draw (same generator state as the torch run), as a JAX array."""
-    tdtype = getattr(_torch, _DTYPES.get(dtype, "float32"))
+    tdtype = getattr(_torch, jnp.dtype(dtype).name)  # a scalar type or a dtype (`x.dtype`)
     return jnp.asarray(getattr(_torch, name)(*_shape(size), dtype=tdtype, **kwargs).numpy())
 
 
