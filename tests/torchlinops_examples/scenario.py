@@ -83,8 +83,7 @@ def assert_same(got, expected, key: str) -> None:
 
 def run_scenario(scenario) -> None:
     """Run `scenario` on jaxlinops and, where installed, on torchlinops; compare."""
-    if torch is not None:
-        torch.manual_seed(0)
+    torch_as_jax.manual_seed(0)
     got = {k: plain(v) for k, v in scenario(jaxlinops, torch_as_jax).items()}
     if torchlinops is None:
         return

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -33,14 +34,34 @@ def _shape(size) -> tuple[int, ...]:
     return tuple(size[0]) if len(size) == 1 and isinstance(size[0], (tuple, list)) else size
 
 
+# Without torch (the Python 3.12 CI stage) the draws come from numpy: the examples then
+# run on jaxlinops alone, with nothing to compare against.
+_rng = np.random.default_rng(0)
+
+
 def _from_torch(name: str, *size, dtype=jnp.float32, **kwargs):
     """A torch random draw (same generator state as the torch run), as a JAX array."""
+    if _torch is None:
+        return _from_numpy(name, _shape(size), jnp.dtype(dtype))
     tdtype = getattr(_torch, jnp.dtype(dtype).name)  # a scalar type or a dtype (`x.dtype`)
     return jnp.asarray(getattr(_torch, name)(*_shape(size), dtype=tdtype, **kwargs).numpy())
 
 
+def _from_numpy(name: str, shape: tuple[int, ...], dtype: np.dtype) -> jax.Array:
+    """torch's `randn`/`rand` distributions drawn with numpy (complex: real and imaginary
+    parts of variance 1/2 each, as torch)."""
+    draw = _rng.standard_normal if name == "randn" else _rng.random
+    if jnp.issubdtype(dtype, jnp.complexfloating):
+        return jnp.asarray((draw(shape) + 1j * draw(shape)) / np.sqrt(2), dtype)
+    return jnp.asarray(draw(shape), dtype)
+
+
 def manual_seed(seed: int):
-    """Seed torch's generator, which `randn`, `rand` and `randint` draw from."""
+    """Seed torch's generator (numpy's without torch), which the draws come from."""
+    global _rng
+    if _torch is None:
+        _rng = np.random.default_rng(seed)
+        return None
     return _torch.manual_seed(seed)
 
 
@@ -53,10 +74,14 @@ def rand(*size, dtype=jnp.float32, **_device):
 
 
 def randperm(n, **_device):
+    if _torch is None:
+        return jnp.asarray(_rng.permutation(n))
     return jnp.asarray(_torch.randperm(n).numpy())
 
 
 def randint(low, high, size, **_device):
+    if _torch is None:
+        return jnp.asarray(_rng.integers(low, high, tuple(size)))
     return jnp.asarray(_torch.randint(low, high, tuple(size)).numpy())
 
 
