@@ -113,6 +113,11 @@ class PaddedTile(NamedLinop):
     linop: NamedLinop
     pads: tuple[tuple[str, tuple[int, int]], ...] = dims_field(kind="pairs")
 
+    def __init__(self, linop: NamedLinop, pads: tuple[tuple[str, tuple[int, int]], ...]):
+        # written out: type checkers take the base's abstract `ishape`/`oshape` for fields
+        self.linop = linop
+        self.pads = pads
+
     @property
     def ishape(self) -> Dims:
         return self.linop.ishape

@@ -101,13 +101,15 @@ class NamedShape(NamedDimCollection):
         self,
         ishape: Sequence[str] | NamedShape | None = None,
         oshape: Sequence[str] | None = None,
+        *,
+        ioshape: Sequence[str] | None = None,
         **other_shapes: object,
     ):
         if isinstance(ishape, NamedShape):
             super().__init__(**ishape.shapes)
             return
-        if ishape is None and oshape is None and "ioshape" in other_shapes:
-            ishape = other_shapes.pop("ioshape")
+        if ishape is None and oshape is None:
+            ishape = ioshape
         if oshape is None:
             oshape = (ELLIPSIS,) if ishape is None else ishape
         super().__init__(
