@@ -11,11 +11,11 @@ from collections.abc import Callable
 import equinox as eqx
 import jax
 
-from .._core import NamedLinop, Tiling, check_same_rank, dims_field, identity_normal
+from .._core import NamedLinop, SameDims, Tiling, check_same_rank, dims_field, identity_normal
 from .._dims import Dims, DimsLike, as_dims
 
 
-class BreakpointLinop(NamedLinop):
+class BreakpointLinop(SameDims):
     r"""The identity $y = x$ on `ioshape` that stops in a debugger whenever it is applied
     (forward and adjoint), as torchlinops' `BreakpointLinop`: put it between two
     operators of a `Chain` to inspect the array passed between them.
@@ -47,14 +47,6 @@ class BreakpointLinop(NamedLinop):
                 f"`BreakpointLinop(callback=...)` expects a function; got "
                 f"{type(self.callback).__name__}."
             )
-
-    @property
-    def ishape(self) -> Dims:
-        return self.ioshape
-
-    @property
-    def oshape(self) -> Dims:
-        return self.ioshape
 
     def tiling(self) -> Tiling:
         return Tiling(batch=self.ioshape)
