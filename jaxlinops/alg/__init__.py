@@ -13,6 +13,7 @@ tqdm installed) a tqdm bar follows the iterations, also inside `jax.jit`.
 """
 
 from . import pcg as pcg, poly as poly, powermethod as powermethod, svd as svd
+from ._adjoint import ImplicitAdjoint as ImplicitAdjoint, UnrolledAdjoint as UnrolledAdjoint
 from ._cg import CGResult as CGResult, conjugate_gradients as conjugate_gradients
 from ._lineax import to_lineax as to_lineax
 from ._poly import (
@@ -28,6 +29,8 @@ from ._power import (
 
 __all__ = [
     "CGResult",
+    "ImplicitAdjoint",
+    "UnrolledAdjoint",
     "PowerMethodResult",
     "SVDResult",
     "conjugate_gradients",

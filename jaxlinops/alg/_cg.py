@@ -11,6 +11,14 @@ from jax import lax
 from jax.typing import ArrayLike
 
 from .._progress import Tracker
+from ._adjoint import (
+    Adjoint,
+    ImplicitAdjoint,
+    UnrolledAdjoint,
+    check_adjoint,
+    constant,
+    implicit_solve,
+)
 from ._common import (
     DimsOrAxes,
     Operator,
@@ -104,6 +112,7 @@ def conjugate_gradients(
     atol: float | jax.Array = ...,
     batch_dims: DimsOrAxes = ...,
     progress: bool | None = ...,
+    adjoint: Adjoint = ...,
     return_info: Literal[False] = ...,
 ) -> jax.Array: ...
 @overload
@@ -121,6 +130,7 @@ def conjugate_gradients(
     atol: float | jax.Array = ...,
     batch_dims: DimsOrAxes = ...,
     progress: bool | None = ...,
+    adjoint: Adjoint = ...,
     return_info: Literal[True],
 ) -> CGResult: ...
 @overload
@@ -138,6 +148,7 @@ def conjugate_gradients(
     atol: float | jax.Array = ...,
     batch_dims: DimsOrAxes = ...,
     progress: bool | None = ...,
+    adjoint: Adjoint = ...,
     return_info: bool = ...,
 ) -> jax.Array | CGResult: ...
 def conjugate_gradients(
@@ -154,6 +165,7 @@ def conjugate_gradients(
     atol: float | jax.Array = 0.0,
     batch_dims: DimsOrAxes = None,
     progress: bool | None = None,
+    adjoint: Adjoint = ImplicitAdjoint(),
     return_info: bool = False,
 ) -> jax.Array | CGResult:
     r"""Solve $A x = y$ for a Hermitian positive (semi)definite $A$ by conjugate gradients,
@@ -214,6 +226,13 @@ def conjugate_gradients(
     - `progress`: show a tqdm bar, updated from inside the compiled loop (also under
       `jax.jit` and `jax.vmap`). None (default): `jaxlinops.config.progress`, else only in
       a terminal or notebook. Without tqdm, no bar.
+    - `adjoint`: how `jax.grad`, `jax.vjp` and `jax.jvp` differentiate the solution,
+      w.r.t. `y` and every array inside `A` (coil maps, trajectory, weights, ...):
+      `jl.alg.ImplicitAdjoint()` (default) as the exact solution $A^{-1} y$, at the cost of
+      one more CG solve (its tolerances and iteration limit settable) and memory that does
+      not grow with the iterations; `jl.alg.UnrolledAdjoint()` through the iterations of a
+      fixed-length `lax.scan` (exactly `max_num_iters` of them). The record's other fields
+      (`num_iters`, `residual_norms`, ...) carry no derivative.
     - `return_info`: return a `CGResult` instead of the solution alone.
 
     **Returns** the solution `x` (as torchlinops), or with `return_info=True` a
@@ -226,6 +245,7 @@ def conjugate_gradients(
     gtol, atol = as_tolerance(gtol, _NAME, "gtol"), as_tolerance(atol, _NAME, "atol")
     ltol = as_tolerance(ltol, _NAME, "ltol")
     check = not as_flag(disable_tracking, _NAME, "disable_tracking")
+    adjoint = check_adjoint(adjoint, _NAME)
     tracker = tracker_for(progress, max_num_iters, "CG", tqdm_kwargs, _NAME)
     y = as_vector(y, _NAME, "y")
     dtypes = [y.dtype, square_output(A, y, _NAME)]
@@ -240,7 +260,14 @@ def conjugate_gradients(
     batch = resolve_axes(A, y.ndim, batch_dims, _NAME)
     axes = tuple(a for a in range(y.ndim) if a not in batch)
     settings = _CGSettings(axes, max_num_iters, check, gtol, atol, ltol)
-    result = _solve(A, P, y.astype(dtype), x0, settings, tracker)
+    if isinstance(adjoint, UnrolledAdjoint):
+        result = _unrolled(A, P, y.astype(dtype), x0, settings, tracker)
+    else:
+        backward = _adjoint_settings(settings, adjoint)
+        desc = f"{(tqdm_kwargs or {}).get('desc', 'CG')} (adjoint)"
+        options = {**(tqdm_kwargs or {}), "desc": desc}
+        bar = tracker_for(progress, backward.max_num_iters, "", options, _NAME)
+        result = _implicit(A, P, y.astype(dtype), x0, (settings, backward), (tracker, bar))
     return result if as_flag(return_info, _NAME, "return_info") else result.x
 
 
@@ -254,18 +281,20 @@ def _init(A, P, y, x0, settings: _CGSettings) -> _State:
     r = y if x0 is None else y - _apply_in_dtype(A, x0.astype(y.dtype))
     # s: the power of 2 just above the largest entry of y and r, so that scaling is exact
     # (1 for zero or non-finite data, which `_result` turns into NaN)
-    _, exponent = jnp.frexp(jnp.maximum(max_abs(y, axes), max_abs(r, axes)))
+    # (the scale, the norms and the tolerance test are constants to differentiation: they
+    # pick steps, and sqrt's derivative at a zero residual would be infinite)
+    _, exponent = jnp.frexp(lax.stop_gradient(jnp.maximum(max_abs(y, axes), max_abs(r, axes))))
     scale = jnp.ldexp(jnp.ones(exponent.shape, jnp.real(y).dtype), exponent)
     s = scale.astype(y.dtype)
     x = jnp.zeros_like(y) if x0 is None else x0.astype(y.dtype) / s
     r = r / s
     z = r if P is None else _apply_in_dtype(P, r)
-    rnorm = norm(r, axes)
+    rnorm = norm(lax.stop_gradient(r), axes)
     batch_shape = jnp.squeeze(rnorm, axes).shape
     history = jnp.full((settings.max_num_iters + 1, *batch_shape), jnp.nan, rnorm.dtype)
     real = rnorm.dtype
     threshold = jnp.maximum(
-        jnp.asarray(settings.gtol, real) * norm(y / s, axes),
+        jnp.asarray(settings.gtol, real) * norm(lax.stop_gradient(y / s), axes),
         jnp.asarray(settings.atol, real) / scale,
     )
     return _State(
@@ -293,14 +322,14 @@ def _step(A, P, settings: _CGSettings, s: _State) -> _State:
     step = s.active & ~(pAp <= 0)
     alpha = jnp.where(step, s.rz / jnp.where(step, pAp, 1), 0)
     # the step lowers the loss x^H A x - 2 Re x^H y by alpha <r, z>
-    decrease = alpha * s.rz
+    decrease = lax.stop_gradient(alpha * s.rz)
     alpha = alpha.astype(s.x.dtype)
     x = s.x + alpha * s.p
     r = s.r - alpha * Ap
     z = r if P is None else _apply_in_dtype(P, r)
     rz = jnp.real(inner(r, z, axes))
     beta = safe_divide(rz, s.rz).astype(s.x.dtype)
-    rnorm = jnp.sqrt(rz) if P is None else norm(r, axes)
+    rnorm = jnp.sqrt(lax.stop_gradient(rz)) if P is None else norm(lax.stop_gradient(r), axes)
     unconverged = rnorm > (s.threshold if settings.check else 0)
     # rz <= 0 with r unconverged: P is not positive definite
     breakdown = s.active & ((pAp <= 0) | (unconverged & (rz <= 0)))
@@ -340,8 +369,47 @@ def _result(settings: _CGSettings, s: _State) -> CGResult:
     )
 
 
+def _adjoint_settings(settings: _CGSettings, adjoint: ImplicitAdjoint) -> _CGSettings:
+    """The settings of the adjoint solve: `adjoint`'s, where it gives them."""
+    return _CGSettings(
+        settings.axes,
+        settings.max_num_iters if adjoint.max_num_iters is None else adjoint.max_num_iters,
+        settings.check,
+        settings.gtol if adjoint.gtol is None else adjoint.gtol,
+        settings.atol if adjoint.atol is None else adjoint.atol,
+        settings.ltol,
+    )
+
+
 @eqx.filter_jit
-def _solve(A, P, y, x0, settings: _CGSettings, tracker: Tracker | None) -> CGResult:
+def _implicit(A, P, y, x0, settings: tuple[_CGSettings, _CGSettings], trackers) -> CGResult:
+    """The solve, differentiated implicitly (`ImplicitAdjoint`); `settings` and `trackers`
+    are the forward solve's and the adjoint solve's. `x0`, `P` and traced tolerances carry
+    no derivative (forward-mode tangents are solved from `x0` too)."""
+    x0, settings = lax.stop_gradient((x0, settings))
+    P = None if P is None else constant(P, y)
+
+    def forward(rhs):
+        result = _run(A, P, rhs, x0, settings[0], trackers[0], unrolled=False)
+        return result.x, result[1:]
+
+    def backward(rhs):
+        result = _run(A, P, rhs, None, settings[1], trackers[1], unrolled=False)
+        return result.x, result[1:]
+
+    x, info = implicit_solve(lambda v: _apply_in_dtype(A, v), y, forward, backward)
+    return CGResult(x, *info)
+
+
+@eqx.filter_jit
+def _unrolled(A, P, y, x0, settings: _CGSettings, tracker: Tracker | None) -> CGResult:
+    """The solve, differentiated through its `max_num_iters` iterations (`UnrolledAdjoint`)."""
+    return _run(A, P, y, x0, settings, tracker, unrolled=True)
+
+
+def _run(A, P, y, x0, settings: _CGSettings, tracker: Tracker | None, unrolled: bool) -> CGResult:
+    """The iterations: a `lax.while_loop` that stops when every system has, or (`unrolled`)
+    a `lax.scan` of `max_num_iters` steps."""
     site = 0 if tracker is None else tracker.site()  # unused without a tracker
 
     def step(s: _State) -> _State:
@@ -352,9 +420,12 @@ def _solve(A, P, y, x0, settings: _CGSettings, tracker: Tracker | None) -> CGRes
         return s
 
     state = _init(A, P, y, x0, settings)
-    state = lax.while_loop(
-        lambda s: (s.k < settings.max_num_iters) & jnp.any(s.active), step, state
-    )
+    if unrolled:
+        state, _ = lax.scan(lambda s, _: (step(s), None), state, length=settings.max_num_iters)
+    else:
+        state = lax.while_loop(
+            lambda s: (s.k < settings.max_num_iters) & jnp.any(s.active), step, state
+        )
     if tracker is not None:
         tracker.finish(site, state.k)
     return _result(settings, state)
