@@ -281,3 +281,35 @@ def test_gradient_after_exact_convergence_and_of_the_record(preconditioned, adjo
         return jnp.sum(result.x**2) + jnp.nansum(result.residual_norms)
 
     np.testing.assert_allclose(jax.grad(loss)(2.0), -2 * jnp.sum(y**2) / 8, rtol=1e-12)
+
+
+def test_power_method_and_svd_values_are_differentiable():
+    """The eigenvalue of A^H A and the singular values have their derivatives (JAX's
+    `jnp.linalg.svd` as the reference, in reverse and forward mode); the vectors' derivative
+    is NaN (ill-posed: a phase), never a plausible number."""
+    M = rand(100, (6, 5), jnp.complex128)
+    v0 = jnp.ones(5, jnp.complex128)
+    tight = dict(max_iters=800, tol=1e-15)
+
+    def op(M):
+        return jl.Dense(M, "M N", "N", "M")
+
+    def top(M):
+        return alg.power_method(op(M).N, v0, **tight)[1]
+
+    def second(M):
+        return alg.singular_value_decomposition(op(M), v0, 2, **tight)[1][1]
+
+    def svals(M):
+        return jnp.linalg.svd(M, compute_uv=False)
+
+    d = random_direction(101, M)
+    for got, want in (
+        (jax.grad(top)(M), jax.grad(lambda M: svals(M)[0] ** 2)(M)),
+        (jax.grad(second)(M), jax.grad(lambda M: svals(M)[1])(M)),
+        (jax.jvp(top, (M,), (d,))[1], jax.jvp(lambda M: svals(M)[0] ** 2, (M,), (d,))[1]),
+    ):
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-9)
+    vector = jax.grad(lambda M: jnp.abs(alg.power_method(op(M).N, v0, **tight)[0][0]))(M)
+    U = jax.grad(lambda M: jnp.abs(alg.singular_value_decomposition(op(M), v0, 1)[0][0, 0]))(M)
+    assert jnp.all(jnp.isnan(vector)) and jnp.all(jnp.isnan(U))

@@ -32,6 +32,7 @@ from ._common import (
     square_output,
     tracker_for,
 )
+from ._spectral_grad import eigenvalue_magnitude, frozen, without_derivative
 
 
 class PowerMethodResult(NamedTuple):
@@ -210,7 +211,14 @@ def _power(A, v, axes, settings: _Settings, tracker: Tracker | None) -> PowerMet
     return PowerMethodResult(end.v, jnp.squeeze(end.lam, axes), end.k, end.history)
 
 
-_power_jit = eqx.filter_jit(_power)
+@eqx.filter_jit
+def _power_jit(A, v, axes, settings: _Settings, tracker: Tracker | None) -> PowerMethodResult:
+    """`_power`, differentiable: the loop runs on a frozen copy of `A`; the eigenvalue
+    gets its Hellmann–Feynman derivative, the vector a NaN one (`_spectral_grad`)."""
+    apply, consts = jax.closure_convert(lambda u: A(u).astype(v.dtype), v)
+    result = _power(lambda u: apply(u, *frozen(consts)), frozen(v), axes, settings, tracker)
+    lam = eigenvalue_magnitude(apply, axes, result.eigenvalue, result.v, *consts)
+    return result._replace(v=without_derivative(result.v, *consts), eigenvalue=lam)
 
 
 @overload
@@ -341,12 +349,15 @@ def _output_axes(A: NamedLinop, axes: tuple[int, ...], ndim: int, out_ndim: int,
 
 @eqx.filter_jit
 def _svd(A, x, k, axes, out_axes, settings: _Settings, tracker: Tracker | None) -> SVDResult:
+    # the loops run on a frozen copy of A; sigma = ||A v|| then has the derivative
+    # Re u^H dA v at the singular vectors, and U, Vh a NaN one (`_spectral_grad`)
+    fixed, consts = frozen(A), jax.tree.leaves(eqx.filter(A, eqx.is_array))
     vs, sigmas, us, iters, histories = [], [], [], [], []
     for _ in range(k):
-        start = x
+        start = frozen(x)
         for vj in vs:
             start = start - vj * inner(vj, start, axes)
-        deflated = partial(_deflated, A, tuple(vs), tuple(sigmas), axes)
+        deflated = partial(_deflated, fixed, tuple(vs), tuple(frozen(sigmas)), axes)
         v, _, num_iters, history = _power(deflated, start, axes, settings, tracker)
         u = A(v)
         sigma = scaled_norm(u, out_axes)
@@ -357,9 +368,9 @@ def _svd(A, x, k, axes, out_axes, settings: _Settings, tracker: Tracker | None) 
         histories.append(history)
     S = jnp.stack([jnp.squeeze(s, axes) for s in sigmas])
     return SVDResult(
-        jnp.stack(us, axis=-1),
+        without_derivative(jnp.stack(us, axis=-1), *consts),
         S,
-        jnp.conj(jnp.stack(vs)),
+        without_derivative(jnp.conj(jnp.stack(vs)), *consts),
         jnp.stack(iters),
         jnp.stack(histories, axis=1),
     )
