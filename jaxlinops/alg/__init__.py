@@ -10,6 +10,12 @@ module paths (`alg.pcg`, `alg.poly`, `alg.powermethod`, `alg.svd`) re-export the
 All run inside `jax.jit` (their loops are `lax.while_loop`s), on complex data, and on
 sharded operators and vectors; with `progress` (default: in a terminal or notebook, with
 tqdm installed) a tqdm bar follows the iterations, also inside `jax.jit`.
+
+They are differentiable (`jax.grad`, `jax.jvp`) w.r.t. their data and every array inside
+the operator, without differentiating their loops: CG implicitly (`ImplicitAdjoint`, the
+default: one more solve of the adjoint system) or through its unrolled iterations
+(`UnrolledAdjoint`); the power method's eigenvalue and the SVD's singular values by
+Hellmann–Feynman.
 """
 
 from . import pcg as pcg, poly as poly, powermethod as powermethod, svd as svd

@@ -147,6 +147,13 @@ def power_method(
     Returns `(v, λ)`: the vector(s), of unit norm when `eps` is 0, and the eigenvalue
     magnitude(s), one per batch entry (a scalar without a batch). A zero `v_init` returns
     zeros; NaN or Inf in `v_init` or in `A`'s output give NaN.
+
+    **Derivatives** (`jax.grad`, `jax.jvp`) w.r.t. the arrays inside `A`: λ has its
+    Hellmann–Feynman derivative $d|\mu| = \mathrm{Re}(\bar\mu\, v^H dA\, v) / |\mu|$
+    (unit $v$), exact at convergence for a normal `A` (Hermitian, e.g. `A.N`), at the
+    cost of one application of `A`'s derivative; the loop itself is not differentiated.
+    `v` has a NaN derivative (an eigenvector's is ill-posed: it is defined up to a phase),
+    so a loss that uses it gets a NaN gradient.
     """
     name = "power_method"
     check_operator(A, name)
@@ -296,6 +303,10 @@ def singular_value_decomposition(
 
     Returns `(U, S, Vh)` like `numpy.linalg.svd`: `U` has shape `(*out, k)`, `S` `(k,)`
     in descending order (`(k, *batch)` with a batch), `Vh` `(k, *in)`.
+
+    **Derivatives** w.r.t. the arrays inside `A`: `S` has the derivative
+    $d\sigma_i = \mathrm{Re}\, u_i^H dA\, v_i$ (exact at convergence); the loops are
+    not differentiated. `U` and `Vh` have a NaN derivative (see `power_method`).
     """
     name = "singular_value_decomposition"
     if not isinstance(A, NamedLinop):
