@@ -419,3 +419,41 @@ def test_custom_operator_batched_as_torchlinops():
         theirs = tl.create_batched_linop(TorchMatrix(torch.from_numpy(W)), tl.BatchSpec(sizes))
         assert_close(ours(x), theirs(torch.from_numpy(x)).numpy(), C128)
         assert_close(ours.H(y), theirs.H(torch.from_numpy(y)).numpy(), C128)
+
+
+def nufft_names(op: jl.NamedLinop) -> list[str]:
+    """The names of every operator inside `op` (a tree walk)."""
+    names = [type(op).__name__]
+    for child in getattr(op, "children", ()) or ():
+        names += nufft_names(child)
+    return names
+
+
+@pytest.mark.parametrize(
+    "dims, sizes", [("C", {"C": 1}), ("R", {"R": 4}), ("both", {"C": 2, "R": 8})]
+)
+def test_batched_normal_keeps_the_toeplitz_fast_path(dims, sizes):
+    """`create_batched_linop(A).N` of a Toeplitz NUFFT SENSE operator is the tiles' Toeplitz
+    normals, batched (no NUFFT inside), and equals the unbatched normal: along coils, along
+    points (30 points in tiles of 4: ragged, the padding masked out of each tile's PSF),
+    and both; also with a density compensation split like the points."""
+    locs = random_locs(20, (8, 8), 30)
+    maps = jl.Dense(rand(21, (4, 8, 8)), "C Nx Ny", "Nx Ny", "C Nx Ny")
+    # the "jax" backend: finufft (the default where installed) meets its tolerance per tile
+    nufft = jl.NUFFT(locs, (8, 8), "R", batch_shape="C", oversamp=2.0, toeplitz=True, backend="jax")
+    A = nufft @ maps
+    B = jl.create_batched_linop(A, jl.BatchSpec(sizes, device_matrix=DEVICES))
+    dcf = jl.Diagonal(1.0 + jnp.abs(rand(22, (30,), jnp.float64)), ("...", "R"))
+    x = rand(23, (8, 8))
+    for got, want in ((B.N, A.N), (B.normal(dcf), A.normal(dcf))):
+        assert isinstance(got, jl.BatchedLinop) and "NUFFT" not in nufft_names(got)
+        assert_close(jax.jit(lambda op, v: op(v))(got, x), want(x), C128)
+
+
+def test_batched_normal_along_an_input_dim_is_the_default_chain():
+    """Tiles along an input-only dim are partial sums: their normals would miss the cross
+    terms, so the normal is the chain B, B.H (and still equals A.N)."""
+    A = jl.Dense(rand(24, (3, 16)), "M N", "N", "M")
+    B = jl.create_batched_linop(A, jl.BatchSpec({"N": 2}, device_matrix=DEVICES))
+    assert isinstance(B.N, jl.Chain)
+    assert_close(B.N(rand(25, (16,))), A.N(rand(25, (16,))), C128)

@@ -35,8 +35,10 @@ from .._core import (
     as_tile,
     children_coupling,
     dims_field,
+    normal_renaming,
     stacked_field,
     take,
+    tile_grid,
     tile_length,
 )
 from .._dims import Dims, axis_of
@@ -107,6 +109,49 @@ class BatchedLinop(NamedLinop):
 
     def apply_adjoint(self, y: jax.Array) -> jax.Array:
         return self.adjoint().apply(y)
+
+    def _normal(self, inner: NamedLinop | None) -> NamedLinop | None:
+        r"""$\sum_t A_t^H\, \mathrm{inner}_t\, A_t$ when every batched dim is in the
+        output (then $A = \sum_t Q_t^T A_t P_t$ with tiles writing disjoint outputs, and
+        the cross terms $Q_s Q_t^T$ vanish): the tiles' own normals (a Toeplitz NUFFT's, a
+        Gram `Dense`'s), batched and placed as the tiles are, each device summing its tiles
+        and `psum` the devices. `inner` is split like the tiles' outputs. Tiles along an
+        input-only dim (partial sums) get the default chain."""
+        if not all(d in self.oshape for d, _ in self.batch):
+            return None
+        tiles = list(self.tiles) if isinstance(self.tiles, tuple) else self._unstacked()
+        if inner is None:
+            normals = [t.normal() for t in tiles]
+        else:
+            normals = [t.normal(inner.split(tile)) for t, tile in zip(tiles, self._plan())]
+        stacked = stack_tiles(normals, self.grid())
+        if stacked is None:
+            stacked = place(tuple(normals), self.mesh, ())
+        else:
+            stacked = place(stacked, self.mesh, self.grid_axes())
+        renaming = normal_renaming(self, None if inner is None else inner.oshape)
+        sizes = dict(self.sizes)
+        sizes = {**sizes, **{renaming[d]: n for d, n in sizes.items() if d in self.ishape}}
+        out = normals[0].oshape
+        keep = set(self.ishape) | set(out)
+        return dataclasses.replace(
+            self,
+            tiles=stacked,
+            oshape=out,
+            sizes=tuple((d, n) for d, n in sizes.items() if d in keep or d in dict(self.batch)),
+        )
+
+    def _unstacked(self) -> list[NamedLinop]:
+        assert not isinstance(self.tiles, tuple)
+        return unstack_tiles(self.tiles, self.grid())
+
+    def _plan(self) -> list:
+        """The tiles (`Tile`s, in grid order) the operator was split into."""
+        batch = dict(self.batch)
+        sizes = {d: batch[d].size for d in self.stacked}
+        tiles = {d: batch[d].tile for d in self.stacked}
+        _, plan = tile_grid(sizes, tiles, dict(zip(self.stacked, self.grid())))
+        return [tile for _, tile in plan]
 
     def coupling(self, dim: str) -> Coupling:
         """The coupling its tiles declare (every tile has the same dims)."""
