@@ -63,7 +63,7 @@ from harness import (  # noqa: E402
     random_input,
     rel_l2,
     time_impl,
-    time_pair,
+    time_turns,
 )
 
 CASES = (((256, 256), 65536), ((64,) * 3, 32768), ((128,) * 3, 262144))
@@ -252,7 +252,7 @@ def run_direction(rng, locs, grid, adjoint, peers, budget) -> list[dict]:
         for label, settings, auto, auto_error, memory in auto_rows:
             eps = memory["tolerance"]
             raw = make(eps)
-            mine, theirs = time_pair(auto, raw, rng, direction.shape, np.complex64, budget)
+            mine, theirs = time_turns([auto, raw], rng, direction.shape, np.complex64, budget)
             ms = add("jaxlinops auto", f"{label}: {settings}", auto, auto_error,
                      memory=memory, timing=mine)  # fmt: skip
             add(name, f"eps {eps:.3g} (= jl auto {label})", raw, direction.error(raw), ms,

@@ -169,10 +169,10 @@ def time_impl(impl: Impl, rng, shape, dtype, budget: Budget) -> dict:
     }
 
 
-def time_pair(first: Impl, second: Impl, rng, shape, dtype, budget: Budget) -> list[dict]:
-    """Time two implementations of the same case alternately, on the same fresh inputs, so
-    that drift of the machine (load, frequency) falls on both: `[timing(first),
-    timing(second)]`, each as from [`time_impl`][] (without the warm-up list)."""
+def time_turns(impls: list[Impl], rng, shape, dtype, budget: Budget) -> list[dict]:
+    """Time implementations of the same case in turns, each run of each on the same fresh
+    input, so that drift of the machine (load, frequency) falls on all: one timing per
+    implementation, each as from [`time_impl`][] (without the warm-up list)."""
 
     def once(impl: Impl, a: np.ndarray) -> float:
         x = impl.fresh(a)
@@ -180,14 +180,14 @@ def time_pair(first: Impl, second: Impl, rng, shape, dtype, budget: Budget) -> l
         impl.call(x)
         return time.perf_counter() - start
 
-    for impl in (first, second):
+    for impl in impls:
         for _ in range(max(budget.warmup, 1)):
             once(impl, random_input(rng, shape, dtype))
     runs = max(2 * budget.min_runs, 6)
-    times = np.zeros((2, runs))
+    times = np.zeros((len(impls), runs))
     for k in range(runs):
         a = random_input(rng, shape, dtype)
-        times[:, k] = once(first, a), once(second, a)
+        times[:, k] = [once(impl, a) for impl in impls]
     out = []
     for row in times * 1e3:
         p25, median, p75 = np.percentile(row, [25, 50, 75])
