@@ -96,18 +96,37 @@ def neighbourhoods(
     return Neighbourhoods(starts.T, (jnp.where(jnp.isnan(squared), jnp.nan, value),))
 
 
-def point_order(locs: jax.Array, grid: Sequence[int]) -> jax.Array:
-    """A visiting order for the points `locs` (`[L..., D]`, grid units) that sorts them by
-    grid cell (row-major, cells wrapped into the grid): `[prod(L...)]` int32, for the `order`
-    argument of [`ungrid`][] and [`grid_points`][]. Computing it costs a sort, so compute it
-    once per set of points (it pays off for grids larger than the CPU cache)."""
-    locs = locs.reshape((-1, locs.shape[-1]))
+def point_order(locs: jax.Array, grid: Sequence[int], frames: int = 0) -> jax.Array:
+    """A visiting order for the points `locs` (`[F..., L..., D]`, grid units) that sorts them
+    by grid cell (row-major, cells wrapped into the grid), each of the `frames` leading
+    frame axes `F...` on its own: `[F..., prod(L...)]` int32, for the `order` argument of
+    [`ungrid`][] and [`grid_points`][] (frame by frame, see [`frame_map`][]). Computing it
+    costs a sort, so compute it once per set of points (it pays off for grids larger than
+    the CPU cache)."""
+    locs = locs.reshape(locs.shape[:frames] + (-1, locs.shape[-1]))
     if jnp.issubdtype(locs.dtype, jnp.floating):
         locs = jnp.floor(locs)
-    key = jnp.zeros(locs.shape[:1], jnp.int32 if math.prod(grid) < 2**31 else jnp.int64)
+    key = jnp.zeros(locs.shape[:-1], jnp.int32 if math.prod(grid) < 2**31 else jnp.int64)
     for d, n in enumerate(grid):
-        key = key * n + locs[:, d].astype(key.dtype) % n
-    return jnp.argsort(key).astype(jnp.int32)
+        key = key * n + locs[..., d].astype(key.dtype) % n
+    return jnp.argsort(key, axis=-1).astype(jnp.int32)
+
+
+def frame_map(fn: Callable, vals: jax.Array, trailing: int, frames: int, *arrays) -> jax.Array:
+    """`fn(v, *a)` frame by frame (`jax.vmap` over the frames, flattened into one axis):
+    `vals` is `[B..., F..., T...]` (`frames` axes `F...`, then `trailing` axes `T...`), each
+    of `arrays` `[F..., ...]` (or None), and `fn` maps `[B..., T...]` to `[B..., U...]`;
+    the result is `[B..., F..., U...]`. Without frames, `fn(vals, *arrays)`."""
+    if not frames:
+        return fn(vals, *arrays)
+    lead = vals.ndim - trailing - frames
+    sizes = vals.shape[lead : lead + frames]
+    vals = jnp.moveaxis(vals, range(lead, lead + frames), range(frames))
+    vals = vals.reshape((-1,) + vals.shape[frames:])
+    arrays = tuple(None if a is None else a.reshape((-1,) + a.shape[frames:]) for a in arrays)
+    out = jax.vmap(fn)(vals, *arrays)
+    out = out.reshape(sizes + out.shape[1:])
+    return jnp.moveaxis(out, range(frames), range(lead, lead + frames))
 
 
 def gather_windows(vals: jax.Array, nbhd: Neighbourhoods, pad_mode: str) -> jax.Array:

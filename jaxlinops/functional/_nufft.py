@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import equinox as eqx
 import jax
@@ -25,7 +26,7 @@ from ._finufft import (
     finufft_available,
     finufft_forward_unchecked,
 )
-from ._gridding import point_order
+from ._gridding import frame_map, point_order
 from ._index import gather, scatter
 from ._kernels import as_number, check_locs
 from ._nufft_gridding import interp_points, spread_points
@@ -48,6 +49,11 @@ class NUFFTPlan(eqx.Module):
     finufft backend. The sizes, oversampling factor, kernel width, Kaiser–Bessel β, mode,
     backend (`"jax"`, `"pallas"` or `"finufft"`, resolved from `"auto"` when the plan is
     made) and finufft's tolerance `eps` (None for the other backends) are static.
+
+    `frames` (static, default 0) leading axes of `locs` are frames: `locs` is
+    `[F..., L..., D]` and frame `f` of the data is transformed at the points `locs[f]`
+    alone (`order` is `[F..., prod(L...)]`, sorted per frame). The transforms take
+    `[B..., F..., *grid_size] <-> [B..., F..., L...]`.
     """
 
     locs: jax.Array
@@ -61,6 +67,7 @@ class NUFFTPlan(eqx.Module):
     mode: str = eqx.field(static=True)
     backend: str = eqx.field(static=True)
     eps: float | None = eqx.field(static=True)
+    frames: int = eqx.field(static=True, default=0)
 
     @property
     def scale(self) -> float:
@@ -152,7 +159,7 @@ def nufft(
         ndim = _point_ndim("nufft", locs)
         grid = x.shape[max(x.ndim - ndim, 0) :]
         plan = make_plan("nufft", locs, grid, oversamp, width, "interpolate", None)
-    _check_trailing("nufft", x, plan.grid_size)
+    _check_trailing("nufft", x, plan.locs.shape[: plan.frames] + plan.grid_size)
     return nufft_unchecked(x, plan)
 
 
@@ -212,6 +219,8 @@ def _point_ndim(name: str, locs: ArrayLike) -> int:
 def nufft_unchecked(x: jax.Array, plan: NUFFTPlan) -> jax.Array:
     """[`nufft`][] without input checks, compiled once per shape and plan settings."""
     ndim = len(plan.grid_size)
+    if plan.frames:
+        return per_frame(nufft_unchecked, x, ndim, plan)
     if plan.backend == "finufft":
         return finufft_forward_unchecked(x, _cycles(plan), plan.grid_size, plan.eps)
     if plan.mode == "interpolate":
@@ -226,6 +235,8 @@ def nufft_unchecked(x: jax.Array, plan: NUFFTPlan) -> jax.Array:
 def nufft_adjoint_unchecked(y: jax.Array, plan: NUFFTPlan) -> jax.Array:
     """[`nufft_adjoint`][] without input checks, compiled once per shape and plan settings."""
     ndim = len(plan.grid_size)
+    if plan.frames:
+        return per_frame(nufft_adjoint_unchecked, y, plan.locs.ndim - 1 - plan.frames, plan)
     if plan.backend == "finufft":
         return finufft_adjoint_unchecked(y, _cycles(plan), plan.grid_size, plan.eps)
     if plan.mode == "sampling":
@@ -236,6 +247,17 @@ def nufft_adjoint_unchecked(y: jax.Array, plan: NUFFTPlan) -> jax.Array:
     if plan.mode == "sampling":
         return x
     return _apodized(x, plan)
+
+
+def per_frame(fn: Callable, vals: jax.Array, trailing: int, plan: NUFFTPlan) -> jax.Array:
+    """`fn(v, p)` for each frame of a plan with frames: `v` the frame of `vals`
+    `[B..., F..., T...]` (`trailing` axes `T...`), `p` the plan of its points (no frames);
+    the results are stacked to `[B..., F..., U...]` (see [`frame_map`][])."""
+
+    def one(v: jax.Array, locs: jax.Array, order: jax.Array | None) -> jax.Array:
+        return fn(v, dataclasses.replace(plan, locs=locs, order=order, frames=0))
+
+    return frame_map(one, vals, trailing, plan.frames, plan.locs, plan.order)
 
 
 def _apodized(x: jax.Array, plan: NUFFTPlan) -> jax.Array:
@@ -255,8 +277,10 @@ def make_plan(
     apodize_weights: ArrayLike | None,
     eps: float | None = None,
     backend: str | None = None,
+    frames: int = 0,
 ) -> NUFFTPlan:
-    """[`nufft_plan`][] with errors naming `name`."""
+    """[`nufft_plan`][] with errors naming `name`; the first `frames` axes of `locs` are
+    frames (see [`NUFFTPlan`][])."""
     locs = as_array(locs, f"`{name}(locs=...)`")
     check_locs(name, locs)
     grid = as_sizes(grid_size, f"`{name}(grid_size=...)`", 1)
@@ -267,6 +291,11 @@ def make_plan(
         )
     if mode not in MODES:
         raise ValueError(f"`{name}`: unknown mode {mode!r}; expected one of {MODES}.")
+    if frames > locs.ndim - 1:
+        raise ValueError(
+            f"`{name}`: {frames} per-frame dims need as many leading axes of locs before "
+            f"the points' axis D; got locs of shape {tuple(locs.shape)}."
+        )
     backend = config.nufft_backend if backend is None else backend
     backend = _resolve_backend(name, backend, mode, apodize_weights is not None)
     if eps is not None:
@@ -310,7 +339,7 @@ def make_plan(
             raise ValueError(f"`{name}`: apodize_weights do not apply to backend='finufft'.")
     else:
         apodize = _apodize_weights(name, apodize_weights, grid, padded, width, beta, locs.dtype)
-        order = point_order(prepped, padded)
+        order = point_order(prepped, padded, frames)
     return NUFFTPlan(
         locs=prepped,
         apodize=apodize,
@@ -323,6 +352,7 @@ def make_plan(
         mode=mode,
         backend=backend,
         eps=eps if backend == "finufft" else None,
+        frames=frames,
     )
 
 

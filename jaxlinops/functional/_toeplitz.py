@@ -19,7 +19,7 @@ import jax.numpy as jnp
 
 from ._fft import centered_fftn
 from ._index import scatter
-from ._nufft import NUFFTPlan, make_plan, nufft_adjoint_unchecked
+from ._nufft import NUFFTPlan, make_plan, nufft_adjoint_unchecked, per_frame
 
 
 def embedded_size(plan: NUFFTPlan, oversamp: float) -> tuple[int, ...]:
@@ -44,7 +44,9 @@ def check_embedding(name: str, plan: NUFFTPlan, oversamp: float) -> None:
 @functools.partial(jax.jit, static_argnums=2)
 def toeplitz_kernel(weights: jax.Array, plan: NUFFTPlan, oversamp: float) -> jax.Array:
     r"""The kernel $K$ `[B..., *M]` for point weights `[B..., L...]` (one kernel per leading
-    index), `M = embedded_size(plan, oversamp)`.
+    index), `M = embedded_size(plan, oversamp)`. For a plan with frames (`locs`
+    `[F..., L..., D]`), the weights are `[B..., F..., L...]` and the kernel
+    `[B..., F..., *M]`: one per frame, from that frame's points.
 
     Interpolate mode: $h$ is the adjoint NUFFT of $w$ on the grid $M$ (the points rescaled
     to it, the plan's oversampling and width), times $\sqrt{\prod M} / \prod N$; then
@@ -53,6 +55,9 @@ def toeplitz_kernel(weights: jax.Array, plan: NUFFTPlan, oversamp: float) -> jax
     padded grid, and the normal is exact.
     """
     ndim = len(plan.grid_size)
+    if plan.frames:
+        points = plan.locs.ndim - 1 - plan.frames
+        return per_frame(lambda w, p: toeplitz_kernel(w, p, oversamp), weights, points, plan)
     if plan.mode == "sampling":
         return scatter(weights, tuple(jnp.moveaxis(plan.locs, -1, 0)), plan.padded_size)
     size = embedded_size(plan, oversamp)

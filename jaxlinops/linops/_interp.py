@@ -7,12 +7,13 @@ from collections.abc import Sequence
 
 import equinox as eqx
 import jax
+import jax.numpy as jnp
 
 from .._arrays import as_array, as_sizes
 from .._core import Coupling, NamedLinop, Tiling, dims_field, mask_padded, slice_arrays
 from .._default_dims import GRID_DIMS, ordinal_wildcards
-from .._dims import ELLIPSIS, Dims, DimsLike, as_dims, fmt, size_of
-from ..functional._gridding import point_order
+from .._dims import ELLIPSIS, Dims, DimsLike, as_dims, axis_of, fmt, size_of
+from ..functional._gridding import frame_map, point_order
 from ..functional._interp import grid_points, ungrid
 from ..functional._kernels import (
     KernelSettings,
@@ -49,6 +50,14 @@ class Interpolate(NamedLinop):
     The points are visited sorted by grid cell (`order`, computed once when the operator is
     built, recomputed for a split): the gridding then reads and writes neighbouring windows
     in turn (measured 3x faster for a 3-D spread). The order changes no result.
+
+    **Per-frame trajectories.** A dim named in both `batch_shape` and `locs_batch_shape` is
+    a *frame* dim: frame $t$ of the input is read at the points `locs[t]` only. Frame dims
+    must be the leading axes of `locs`. For `locs` `[T, R, D]`, `batch_shape="C T"` and
+    `locs_batch_shape="T R"`: `(C, T, *grid) -> (C, T, R)`, i.e.
+    $y[c, t, r] = \sum_g w(g - p_{t,r})\, x[c, t, g]$ (a frame dim appears once, in its
+    batch position; the output keeps the other point dims). Each frame visits its points
+    in its own sorted order (`order` is `[T, R]`), and a split along `T` slices `locs`.
     """
 
     locs: jax.Array
@@ -104,13 +113,14 @@ class Interpolate(NamedLinop):
         self.batch_shape = as_dims(batch_shape, ELLIPSIS)
         self.locs_batch_shape = as_dims(locs_batch_shape, ordinal_wildcards(1, nbatch))
         self.grid_shape = as_dims(grid_shape, GRID_DIMS[:ndim] if ndim <= len(GRID_DIMS) else None)
+        frames = leading_frames(self.batch_shape, self.locs_batch_shape)
         grid = _checked_grid(self.grid_size, ndim)
         params = _without_unused_beta(kernel, kernel_params)
         settings = kernel_settings("Interpolate", grid, width, kernel, norm, pad_mode, params)
         self.width, self.kernel, self.norm = settings.width, settings.kernel, settings.norm
         self.pad_mode, self.kernel_params = settings.pad_mode, settings.kernel_params
         check_locs_in_grid("Interpolate", self.locs, self.grid_size, pad_mode)
-        self.order = point_order(self.locs, self.grid_size)
+        self.order = point_order(self.locs, self.grid_size, frames)
 
     def __check_init__(self):
         where = f"`Interpolate({fmt(self.ishape)} -> {fmt(self.oshape)})`"
@@ -127,7 +137,9 @@ class Interpolate(NamedLinop):
                 f"leading axis of locs, shape {tuple(self.locs.shape)}); got "
                 f"{fmt(self.locs_batch_shape)}."
             )
-        named = [d for d in self.ishape + self.locs_batch_shape if d not in (ELLIPSIS, "()")]
+        frames = self.order.ndim - 1
+        check_frames(where, "locs_batch_shape", self.batch_shape, self.locs_batch_shape, frames)
+        named = [d for d in self.ishape + self.point_dims if d not in (ELLIPSIS, "()")]
         if len(set(named)) != len(named):
             raise ValueError(f"{where}: batch, grid and locs dims must all be distinct.")
 
@@ -137,7 +149,17 @@ class Interpolate(NamedLinop):
 
     @property
     def oshape(self) -> Dims:
-        return self.batch_shape + self.locs_batch_shape
+        return self.batch_shape + self.point_dims
+
+    @property
+    def frame_dims(self) -> Dims:
+        """The per-frame dims: the leading dims of `locs_batch_shape` in `batch_shape`."""
+        return self.locs_batch_shape[: self.order.ndim - 1]
+
+    @property
+    def point_dims(self) -> Dims:
+        """The dims of the points within a frame: `locs_batch_shape` less the frame dims."""
+        return self.locs_batch_shape[self.order.ndim - 1 :]
 
     def size(self, dim: str) -> int | None:
         layouts = (self.locs_batch_shape, self.locs.shape), (self.grid_shape, self.grid_size)
@@ -165,14 +187,82 @@ class Interpolate(NamedLinop):
         t = self.tiling()
         out, _ = slice_arrays(self, tile, t.arrays, t.batch)
         if out.locs.shape != self.locs.shape:
-            out = eqx.tree_at(lambda o: o.order, out, point_order(out.locs, self.grid_size))
+            order = point_order(out.locs, self.grid_size, len(self.frame_dims))
+            out = eqx.tree_at(lambda o: o.order, out, order)
         return mask_padded(out, self, tile)
 
     def apply(self, x: jax.Array) -> jax.Array:
-        return ungrid(x, self.locs, self._settings, self.order)
+        frames, ndim = self.frame_dims, len(self.grid_size)
+        x = frames_last(x, self.ishape, frames, ndim)
+        settings = self._settings
+
+        def one(v: jax.Array, locs: jax.Array, order: jax.Array) -> jax.Array:
+            return ungrid(v, locs, settings, order)
+
+        y = frame_map(one, x, ndim, len(frames), self.locs, self.order)
+        return frames_back(y, self.oshape, frames, len(self.point_dims))
 
     def apply_adjoint(self, y: jax.Array) -> jax.Array:
-        return grid_points(y, self.locs, self.grid_size, self._settings, self.order)
+        frames, points = self.frame_dims, len(self.point_dims)
+        y = frames_last(y, self.oshape, frames, points)
+        grid, settings = self.grid_size, self._settings
+
+        def one(v: jax.Array, locs: jax.Array, order: jax.Array) -> jax.Array:
+            return grid_points(v, locs, grid, settings, order)
+
+        x = frame_map(one, y, points, len(frames), self.locs, self.order)
+        return frames_back(x, self.ishape, frames, len(grid))
+
+
+def leading_frames(batch: Dims, points: Dims) -> int:
+    """How many leading dims of `points` are also in `batch` (all but the last at most):
+    the frame axes of `locs`."""
+    shared = (i for i, d in enumerate(points) if d not in batch or d == ELLIPSIS)
+    return min(next(shared, len(points)), max(len(points) - 1, 0))
+
+
+def check_frames(where: str, role: str, batch: Dims, points: Dims, frames: int) -> None:
+    """Raise unless the per-frame dims (those of `points`, the dims of the leading axes of
+    `locs`, that are also in `batch`) are the first `frames` of `points`, with at least
+    one point dim after them."""
+    paired = tuple(d for d in points if d in batch and d != ELLIPSIS)
+    if set(points[: len(paired)]) != set(paired) or len(paired) == len(points):
+        raise ValueError(
+            f"{where}: batch, grid and locs dims must all be distinct, except per-frame dims "
+            f"(here {paired}, in both `batch_shape` and `{role}`), which must be the leading "
+            f"axes of locs, followed by at least one point dim; got `{role}={fmt(points)}`. "
+            f"Order the locs as [frames..., points..., D]."
+        )
+    if len(paired) != frames:
+        raise ValueError(
+            f"{where}: the per-frame dims {paired} (in both `batch_shape` and `{role}`) differ "
+            f"from the {frames} frame axes the operator was built with: build a new operator "
+            f"instead of renaming or resolving dims into per-frame dims."
+        )
+
+
+def frames_last(a: jax.Array, shape: Dims, frames: Dims, trailing: int) -> jax.Array:
+    """`a`, laid out by `shape`, with the axes of `frames` moved (in that order) to just
+    before its last `trailing` axes: the layout of [`frame_map`][]."""
+    if not frames:
+        return a
+    return jnp.moveaxis(a, _frame_axes(a, shape, frames), _packed(a, frames, trailing))
+
+
+def frames_back(a: jax.Array, shape: Dims, frames: Dims, trailing: int) -> jax.Array:
+    """The inverse of [`frames_last`][]: the frame axes before the last `trailing` axes of
+    `a` moved to their places in `shape`."""
+    if not frames:
+        return a
+    return jnp.moveaxis(a, _packed(a, frames, trailing), _frame_axes(a, shape, frames))
+
+
+def _frame_axes(a: jax.Array, shape: Dims, frames: Dims) -> list[int]:
+    return [axis_of(shape, d) % a.ndim for d in frames]
+
+
+def _packed(a: jax.Array, frames: Dims, trailing: int) -> list[int]:
+    return [a.ndim - trailing - len(frames) + i for i in range(len(frames))]
 
 
 def _checked_grid(grid_size: tuple[int, ...], ndim: int) -> tuple[int, ...]:

@@ -21,6 +21,7 @@ from ..functional._nufft import (
     nufft_unchecked,
 )
 from ..functional._toeplitz import check_embedding
+from ._interp import check_frames, frames_back, frames_last, leading_frames
 from ._toeplitz import toeplitz_normal
 
 
@@ -48,6 +49,16 @@ class NUFFT(NamedLinop):
     Its error against $A^H A$ is of the order of the NUFFT's own. In sampling mode the
     embedded grid is the padded grid and the normal is exact. Other `inner` operators get
     the default normal.
+
+    **Per-frame trajectories.** A dim named in both `batch_shape` and `output_shape` is a
+    *frame* dim (dynamic imaging): frame $t$ of the image is sampled along `locs[t]` only.
+    Frame dims must be the leading axes of `locs` (any number, e.g. `"E T"`). For `locs`
+    `[T, R, D]`, `grid_size=(Nx, Ny)`, `output_shape="T R"` and `batch_shape="C T"`, the
+    dims are `(C, T, Nx, Ny) -> (C, T, R)`: a frame dim appears once, in its batch
+    position, and the output keeps the other point dims. It is exactly one NUFFT per
+    frame, stacked ($y[c, t] = A_t x[c, t]$; each frame's points are sorted on their own,
+    `plan.order` is `[T, R]`); the Toeplitz normal has one kernel per frame (`[T, *M]`);
+    a split along `T` slices `locs` (and re-sorts the tile's points).
 
     **Bad values:** concrete `locs` with NaN or Inf raise a ValueError at construction
     (also for a constant array inside a traced function). Traced `locs` (built inside
@@ -98,7 +109,8 @@ class NUFFT(NamedLinop):
         - `input_shape`: the `D` image dims (default `("Nx", "Ny", "Nz")[:D]`).
         - `input_kshape`: names of the (internal) padded k-space dims (default
           `("Kx", "Ky", "Kz")[:D]`).
-        - `batch_shape`: leading dims shared by input and output (default `"..."`).
+        - `batch_shape`: leading dims shared by input and output (default `"..."`); a dim
+          also in `output_shape` is a per-frame dim (see above).
         - `oversamp`: the padding factor (at least 1),
           $N_{pad} = \\lfloor \\mathrm{os} N \\rfloor$.
         - `width`: the Kaiser–Bessel kernel width in padded-grid points (at most $N_{pad}$
@@ -122,15 +134,15 @@ class NUFFT(NamedLinop):
         """
         if skip_prep_locs:
             locs = _unprep_locs(locs, grid_size, oversamp)
-        self.plan = make_plan(
-            "NUFFT", locs, grid_size, oversamp, width, mode, apodize_weights, eps, backend
-        )
+        self.output_shape = as_dims(output_shape)
+        self.batch_shape = as_dims(batch_shape, ELLIPSIS)
+        frames = leading_frames(self.batch_shape, self.output_shape)
+        settings = (oversamp, width, mode, apodize_weights, eps, backend, frames)
+        self.plan = make_plan("NUFFT", locs, grid_size, *settings)
         ndim = len(self.plan.grid_size)
         defaults = ndim <= len(GRID_DIMS)
-        self.output_shape = as_dims(output_shape)
         self.input_shape = as_dims(input_shape, GRID_DIMS[:ndim] if defaults else None)
         self.input_kshape = as_dims(input_kshape, KSPACE_DIMS[:ndim] if defaults else None)
-        self.batch_shape = as_dims(batch_shape, ELLIPSIS)
         self.toeplitz = bool(toeplitz)
         self.toeplitz_oversamp = as_number("NUFFT", "toeplitz_oversamp", toeplitz_oversamp, 1.0)
 
@@ -149,7 +161,8 @@ class NUFFT(NamedLinop):
                     f"{where}: `{role}` must name {n} dims (grid_size {grid}, locs shape "
                     f"{tuple(self.plan.locs.shape)}); got {fmt(shape)}."
                 )
-        named = [d for d in self.ishape + self.output_shape if d not in (ELLIPSIS, "()")]
+        check_frames(where, "output_shape", self.batch_shape, self.output_shape, self.plan.frames)
+        named = [d for d in self.ishape + self.point_dims if d not in (ELLIPSIS, "()")]
         if len(set(named)) != len(named):
             raise ValueError(f"{where}: batch, input and output dims must all be distinct.")
         if self.toeplitz:
@@ -161,7 +174,17 @@ class NUFFT(NamedLinop):
 
     @property
     def oshape(self) -> Dims:
-        return self.batch_shape + self.output_shape
+        return self.batch_shape + self.point_dims
+
+    @property
+    def frame_dims(self) -> Dims:
+        """The per-frame dims: the leading dims of `output_shape` in `batch_shape`."""
+        return self.output_shape[: self.plan.frames]
+
+    @property
+    def point_dims(self) -> Dims:
+        """The dims of the points within a frame: `output_shape` less the frame dims."""
+        return self.output_shape[self.plan.frames :]
 
     @property
     def mode(self) -> str:
@@ -185,15 +208,21 @@ class NUFFT(NamedLinop):
         arrays = [(lambda o: o.plan.locs, self.output_shape + (None,))]
         out, _ = slice_arrays(self, tile, arrays, self.batch_shape)
         if out.plan.order is not None and out.plan.locs.shape != self.plan.locs.shape:
-            order = point_order(out.plan.locs, self.plan.padded_size)
+            order = point_order(out.plan.locs, self.plan.padded_size, self.plan.frames)
             out = eqx.tree_at(lambda o: o.plan.order, out, order)
         return mask_padded(out, self, tile)
 
     def apply(self, x: jax.Array) -> jax.Array:
-        return nufft_unchecked(x, self.plan)
+        frames = self.frame_dims
+        y = nufft_unchecked(frames_last(x, self.ishape, frames, len(self.input_shape)), self.plan)
+        return frames_back(y, self.oshape, frames, len(self.point_dims))
 
     def apply_adjoint(self, y: jax.Array) -> jax.Array:
-        return nufft_adjoint_unchecked(y, self.plan)
+        frames = self.frame_dims
+        y = frames_last(y, self.oshape, frames, len(self.point_dims))
+        return frames_back(
+            nufft_adjoint_unchecked(y, self.plan), self.ishape, frames, len(self.input_shape)
+        )
 
     def _normal(self, inner: NamedLinop | None) -> NamedLinop | None:
         return toeplitz_normal(self, inner) if self.toeplitz else None

@@ -147,7 +147,7 @@ def psf_sizing(nufft: NUFFT, inner: NamedLinop, toeplitz_oversamp: float = 2.0):
     `B_i` (1 where `inner` does not fix them), `kernel_size = batch_sizes * 2 +` the
     embedded grid, `input_size = batch_sizes +` the point sizes.
     """
-    n_points = len(nufft.output_shape)
+    n_points = len(nufft.point_dims)
     batch_ishape: Dims = inner.ishape[: len(inner.ishape) - n_points]
     batch_oshape: Dims = inner.oshape[: len(inner.oshape) - n_points]
     kshape = nufft.input_kshape
@@ -162,6 +162,6 @@ def psf_sizing(nufft: NUFFT, inner: NamedLinop, toeplitz_oversamp: float = 2.0):
         kernel_shape = batch_ishape + batch_oshape + kshape
     batch_sizes = tuple(inner.size(d) or 1 for d in batch_ishape)
     kernel_size = batch_sizes + batch_sizes + scale_int(nufft.plan.grid_size, toeplitz_oversamp)
-    input_size = batch_sizes + tuple(nufft.size(d) for d in nufft.output_shape)
+    input_size = batch_sizes + tuple(nufft.size(d) for d in nufft.point_dims)
     ishape, oshape = batch_ishape + kshape, batch_oshape + kshape
     return kernel_shape, ishape, oshape, kernel_size, input_size, batch_sizes

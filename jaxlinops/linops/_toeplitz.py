@@ -9,7 +9,7 @@ import jax
 import jax.numpy as jnp
 
 from .._core import Chain, Diagonal, NamedLinop, all_dims, normal_oshape
-from .._dims import Dims, next_unused
+from .._dims import ELLIPSIS, Dims, next_unused
 from ..functional._nufft import NUFFTPlan
 from ..functional._toeplitz import embedded_size, toeplitz_kernel
 from ._dense import Dense
@@ -39,7 +39,10 @@ class ToeplitzSource(Protocol):
     def input_kshape(self) -> Dims: ...
 
     @property
-    def output_shape(self) -> Dims: ...
+    def frame_dims(self) -> Dims: ...
+
+    @property
+    def point_dims(self) -> Dims: ...
 
 
 def toeplitz_normal(op: ToeplitzSource, inner: NamedLinop | None) -> NamedLinop | None:
@@ -51,7 +54,10 @@ def toeplitz_normal(op: ToeplitzSource, inner: NamedLinop | None) -> NamedLinop 
     Covered: no `inner`; a `Diagonal` whose dims end with the NUFFT's point dims (density
     compensation, possibly per batch entry); a `Dense` that keeps the point dims as batch
     dims and mixes the other dims (e.g. coils). The kernel operator is a `Diagonal` or
-    `Dense` of the same structure over the k-space dims.
+    `Dense` of the same structure over the k-space dims. With per-frame dims (frame $t$
+    sampled along `locs[t]`) there is one kernel per frame, $K_t$ from the points and
+    weights of frame $t$: the kernel `Diagonal` then spans the frame dims (no `Dense`
+    inner is covered).
     """
     assert isinstance(op, NamedLinop), "the source is a NUFFT operator"
     out = normal_oshape(op, None if inner is None else inner.oshape)
@@ -80,17 +86,45 @@ def toeplitz_kernel_op(
     found = _point_weights(op, inner)
     if found is None:
         return None
-    weights, kernel_op = found
-    kernel = toeplitz_kernel(weights, op.plan, oversamp)
+    weights, lead, kernel_op = found
+    kernel = _frame_kernels(op, weights, lead, oversamp)
     return kernel_op(kernel if dtype is None else kernel.astype(dtype), kspace)
+
+
+def _frame_kernels(op: ToeplitzSource, weights: jax.Array, lead: Dims, oversamp: float):
+    """The kernels `[B..., *M]` for the weights `[B..., L...]`, whose axes `B...`
+    right-align with the named dims of `lead`. With per-frame dims (all in `lead`), the
+    weights are first widened to reach every frame dim (a size-1 axis broadcasts to the
+    frames), and there is one kernel per frame, in the weights' layout."""
+    frames, locs = op.frame_dims, op.plan.locs
+    if not frames:
+        return toeplitz_kernel(weights, op.plan, oversamp)
+    named = tuple(d for d in lead if d != ELLIPSIS)
+    npoints = locs.ndim - 1 - len(frames)
+    nlead = max(weights.ndim - npoints, len(named) - min(named.index(d) for d in frames))
+    w = weights.reshape((1,) * (nlead + npoints - weights.ndim) + weights.shape)
+    axes = [nlead - len(named) + named.index(d) for d in frames]
+    shape = list(w.shape)
+    for d, a, n in zip(frames, axes, locs.shape):
+        if shape[a] not in (1, n):
+            raise ValueError(
+                f"`NUFFT.normal(inner)`: the weights of inner have {shape[a]} entries along "
+                f"the per-frame dim {d!r}, the NUFFT has {n} frames."
+            )
+        shape[a] = n
+    packed = list(range(nlead - len(frames), nlead))
+    w = jnp.moveaxis(jnp.broadcast_to(w, shape), axes, packed)
+    return jnp.moveaxis(toeplitz_kernel(w, op.plan, oversamp), packed, axes)
 
 
 def _point_weights(
     op: ToeplitzSource, inner: NamedLinop | None
-) -> tuple[jax.Array, KernelOp] | None:
-    """The weights of `inner` as `[B..., L...]` (`L` the point shape) and how to build the
-    kernel operator over k-space dims from the kernel `[B..., *M]`."""
-    points, shape = op.output_shape, op.plan.locs.shape[:-1]
+) -> tuple[jax.Array, Dims, KernelOp] | None:
+    """The weights of `inner` as `[B..., L...]` (`L` the point shape within a frame), the
+    dims the axes `B...` right-align with, and how to build the kernel operator over
+    k-space dims from the kernel `[B..., *M]`."""
+    frames, points = op.frame_dims, op.point_dims
+    shape = op.plan.locs.shape[len(frames) : -1]
 
     def lead(dims: Dims) -> Dims:
         return dims[: len(dims) - len(points)]
@@ -100,15 +134,19 @@ def _point_weights(
 
     if inner is None:
         dtype = op.plan.locs.dtype if op.plan.mode == "interpolate" else jnp.float32
-        return jnp.ones(shape, dtype), lambda k, kd: Diagonal(k, op.batch_shape + kd)
-    keep = tuple(d for d in getattr(inner, "broadcast_dims", ()) if d not in points)
+        batch = op.batch_shape
+        return jnp.ones(shape, dtype), batch, lambda k, kd: Diagonal(k, batch + kd)
+    keep = tuple(d for d in getattr(inner, "broadcast_dims", ()) if d not in points + frames)
+    if any(d not in lead(inner.ishape) for d in frames):
+        return None
     if isinstance(inner, Diagonal) and on_points(inner.ioshape):
         w = inner.weight
         nlead = max(w.ndim - len(points), 0)
         w = w.reshape(w.shape[:nlead] + (1,) * (len(points) - w.ndim + nlead) + w.shape[nlead:])
         w = jnp.broadcast_to(w, w.shape[:nlead] + shape)
-        return w, lambda k, kd: Diagonal(k, lead(inner.ioshape) + kd, keep)
-    if isinstance(inner, Dense) and on_points(inner.ishape) and on_points(inner.oshape):
+        return w, lead(inner.ioshape), lambda k, kd: Diagonal(k, lead(inner.ioshape) + kd, keep)
+    dense = on_points(inner.ishape) and on_points(inner.oshape) and not frames
+    if isinstance(inner, Dense) and dense:
         wdims = inner.weightshape
         other = tuple(d for d in wdims if d not in points)
         present = tuple(d for d in points if d in wdims)
@@ -121,7 +159,7 @@ def _point_weights(
         def dense(k: jax.Array, kd: Dims) -> NamedLinop:
             return Dense(k, other + kd, lead(inner.ishape) + kd, lead(inner.oshape) + kd, keep)
 
-        return w, dense
+        return w, (), dense
     return None
 
 
