@@ -27,13 +27,12 @@ import dataclasses
 
 import equinox as eqx
 import jax
-import jax.numpy as jnp
 import torch
 from jax.sharding import NamedSharding, PartitionSpec
 
 from jaxlinops import NamedLinop
 
-from ._tensors import to_jax, to_torch
+from ._tensors import conj_cotangent as _conj, to_jax, to_torch
 
 _INPUT_DTYPES = (
     torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.complex64,
@@ -158,10 +157,6 @@ def _build(spec: _OperatorSpec, leaves) -> NamedLinop:
     for t in spec.transforms:
         op = op.H if t == "H" else op.N
     return op
-
-
-def _conj(a):
-    return jnp.conj(a) if jnp.iscomplexobj(a) else a
 
 
 @eqx.filter_jit

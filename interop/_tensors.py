@@ -124,3 +124,9 @@ def _compact(t: torch.Tensor) -> bool:
             return False
         expected *= size
     return True
+
+
+def conj_cotangent(a):
+    """A cotangent between torch's convention and JAX's (each the other's conjugate for a
+    complex array; real ones are the same)."""
+    return jnp.conj(a) if jnp.iscomplexobj(a) else a

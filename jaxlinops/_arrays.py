@@ -201,3 +201,22 @@ def as_size(value: object, what: str, minimum: int | None = 0) -> int:
     if minimum is not None and int(number) < minimum:
         raise ValueError(f"{what} expects sizes of at least {minimum}; got {value!r}.")
     return int(number)
+
+
+def vary_alike(*arrays: jax.Array) -> tuple[jax.Array, ...]:
+    """The arrays, each typed as varying over every mesh axis that any of them varies over
+    inside `jax.shard_map` (unchanged outside one): what custom calls and kernels whose
+    outputs do not carry that type (jax-finufft's, `pallas_call`'s) need, so that their
+    results and derivatives agree in type with the arrays around them."""
+    axes = frozenset().union(*(_varying(a) for a in arrays))
+
+    def vary(a: jax.Array) -> jax.Array:
+        missing = tuple(sorted(axes - _varying(a)))
+        return jax.lax.pcast(a, missing, to="varying") if missing else a
+
+    return tuple(vary(a) for a in arrays)
+
+
+def _varying(a: jax.Array) -> frozenset:
+    """The mesh axes `a` varies over inside `jax.shard_map` (none outside)."""
+    return jax.typeof(a).mat.varying

@@ -94,3 +94,10 @@ def test_help_shows_the_defaults(script):
     command = [sys.executable, str(BENCHMARKS / script), "--help"]
     done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=True)
     assert "(default: " in done.stdout
+
+
+def test_trajectory_gradient_script_runs():
+    command = [sys.executable, str(BENCHMARKS / "bench_traj_grad.py"), "--quick"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "| 2D 32x32, 1000 pts | jax | grad locs |" in done.stdout

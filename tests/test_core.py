@@ -231,6 +231,9 @@ def test_add_checks_shapes(key):
         A + B
     D = jl.Diagonal(rand(key(), (2,)), "...")
     assert (D + jl.Identity("N")).ishape == ("N",)
+    # the usual slip: the identity of a regularised normal with the input's dim names
+    with pytest.raises(ValueError, match=r"has \(N\) but .* has \(N1\)\. A normal renames"):
+        A.N + jl.Identity("N")
 
 
 # --------------------------------------------------------------------------- Concat / Stack

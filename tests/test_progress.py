@@ -116,6 +116,28 @@ def test_cg_progress_under_jit_vmap_and_jvp(bars):
     np.testing.assert_allclose(tangent, np.linalg.solve(H, t), rtol=1e-8)
 
 
+def test_cg_gradient_shows_the_adjoint_solve_only_on_request(bars, monkeypatch):
+    """`jax.grad` runs the solve and the adjoint solve: with `progress=True`, one bar each
+    (the adjoint's named after the solve's); when bars show by default (here: the config),
+    only the forward solve's, so that a training loop is not flooded."""
+    A, H = spd()
+    y = rand(3, (8,), np.float64)
+
+    def loss(y, progress):
+        x = alg.conjugate_gradients(
+            A, y, max_num_iters=30, gtol=1e-10, progress=progress, tqdm_kwargs={"desc": "fit"}
+        )
+        return (x**2).sum()
+
+    g = jax.grad(loss)(y, True)
+    np.testing.assert_allclose(g, 2 * np.linalg.solve(H, np.linalg.solve(H, y)), rtol=1e-8)
+    assert sorted(b.kwargs["desc"] for b in finished(bars)) == ["fit", "fit (adjoint)"]
+    bars.clear()
+    monkeypatch.setattr(jl.config, "progress", True)
+    jax.grad(loss)(y, None)
+    assert [b.kwargs["desc"] for b in finished(bars)] == ["fit"]
+
+
 def test_power_method_and_svd_progress(bars):
     A, H = spd()
     v0 = rand(3, (8,), np.float64)

@@ -64,11 +64,24 @@ def unify(name: str, linops: Sequence[NamedLinop]) -> tuple[NamedLinop, ...]:
         op = adopt_dims(op, ref)
         op = resolve_side(resolve_side(op, "ishape", ref.ishape), "oshape", ref.oshape)
         for side in ("ishape", "oshape"):
-            if not shapes_match(getattr(op, side), getattr(ref, side)):
+            got, want = getattr(op, side), getattr(ref, side)
+            if not shapes_match(got, want):
+                # a normal renames its output dims (Nx -> Nx1): the usual slip in A.N + c I
+                hint = (
+                    " A normal renames its unshared output dims: write the identity as "
+                    "`jl.Identity(A.ishape, A.N.oshape)`."
+                    if side == "oshape" and _renamed(got, want)
+                    else ""
+                )
                 raise ValueError(
                     f"`{name}` requires all operators to share {side}; operator {i} "
-                    f"({op.name}) has {fmt(getattr(op, side))} but {ref.name} has "
-                    f"{fmt(getattr(ref, side))}."
+                    f"({op.name}) has {fmt(got)} but {ref.name} has {fmt(want)}.{hint}"
                 )
         out.append(op)
     return tuple(out)
+
+
+def _renamed(a, b) -> bool:
+    """Whether dims `a` and `b` differ only by numbered renamings (`Nx` and `Nx1`)."""
+    stems = [[d.rstrip("0123456789") for d in dims] for dims in (a, b)]
+    return len(a) == len(b) and a != b and stems[0] == stems[1]

@@ -225,7 +225,8 @@ def conjugate_gradients(
       own step sizes and stops on its own.
     - `progress`: show a tqdm bar, updated from inside the compiled loop (also under
       `jax.jit` and `jax.vmap`). None (default): `jaxlinops.config.progress`, else only in
-      a terminal or notebook. Without tqdm, no bar.
+      a terminal or notebook. Without tqdm, no bar. The adjoint solve of a gradient shows
+      its own bar only with `progress=True`.
     - `adjoint`: how `jax.grad`, `jax.vjp` and `jax.jvp` differentiate the solution,
       w.r.t. `y` and every array inside `A` (coil maps, trajectory, weights, ...):
       `jl.alg.ImplicitAdjoint()` (default) as the exact solution $A^{-1} y$, at the cost of
@@ -266,7 +267,9 @@ def conjugate_gradients(
         backward = _adjoint_settings(settings, adjoint)
         desc = f"{(tqdm_kwargs or {}).get('desc', 'CG')} (adjoint)"
         options = {**(tqdm_kwargs or {}), "desc": desc}
-        bar = tracker_for(progress, backward.max_num_iters, "", options, _NAME)
+        # the adjoint solve's bar only on request: a training loop would drown in bars
+        shown = progress is not None and bool(progress)
+        bar = tracker_for(shown, backward.max_num_iters, "", options, _NAME)
         result = _implicit(A, P, y.astype(dtype), x0, (settings, backward), (tracker, bar))
     return result if as_flag(return_info, _NAME, "return_info") else result.x
 

@@ -31,7 +31,7 @@ from jax import lax
 from jax.custom_derivatives import SymbolicZero
 from jax.typing import ArrayLike
 
-from .._arrays import as_array, as_sizes, check_dtype
+from .._arrays import as_array, as_sizes, check_dtype, vary_alike
 from ._kernels import as_number, check_locs
 from ._pad import _check_trailing
 
@@ -187,6 +187,8 @@ def _type2(eps: float, x: jax.Array, *theta: jax.Array) -> jax.Array:
     """$y_{b,m} = (\\prod N)^{-1/2} \\sum_k x_{b,k} e^{-i k \\cdot \\theta_m}$:
     `x` `[B, *N]`, `D` angles `[M]` -> `[B, M]`."""
     y = _jax_finufft().nufft2(x, *theta, iflag=-1, eps=eps)
+    # jax-finufft's result does not carry the `shard_map` type of its inputs
+    y, *_ = vary_alike(y, x, *theta)
     return y / math.sqrt(math.prod(x.shape[1:]))
 
 
@@ -194,7 +196,8 @@ def _type2(eps: float, x: jax.Array, *theta: jax.Array) -> jax.Array:
 def _type1(grid: tuple[int, ...], eps: float, y: jax.Array, *theta: jax.Array) -> jax.Array:
     """$x_{b,k} = (\\prod N)^{-1/2} \\sum_m y_{b,m} e^{+i k \\cdot \\theta_m}$:
     `y` `[B, M]`, `D` angles `[M]` -> `[B, *grid]`."""
-    return _jax_finufft().nufft1(grid, y, *theta, iflag=1, eps=eps) / math.sqrt(math.prod(grid))
+    x, *_ = vary_alike(_jax_finufft().nufft1(grid, y, *theta, iflag=1, eps=eps), y, *theta)
+    return x / math.sqrt(math.prod(grid))
 
 
 def _moving(dtheta, dtype) -> list[tuple[int, jax.Array]]:

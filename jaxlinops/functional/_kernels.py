@@ -63,8 +63,11 @@ def kaiser_bessel(x: jax.Array, beta: float = 1.0) -> jax.Array:
 
 
 def spline(x: jax.Array) -> jax.Array:
-    """The linear (triangle) kernel $\\max(1 - |x|, 0)$."""
-    return jnp.maximum(1 - jnp.abs(x), 0.0)
+    """The linear (triangle) kernel $\\max(1 - |x|, 0)$. Its kinks (a point on a grid node)
+    get the mean of the one-sided derivatives: $|x|$ is written `max(x, -x)`, whose
+    derivative JAX splits evenly at the tie $x = 0$ (`abs` takes +1 there), as it does for
+    the outer `max` at $|x| = 1$."""
+    return jnp.maximum(1 - jnp.maximum(x, -x), 0.0)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -54,7 +54,7 @@ import jax.numpy as jnp
 from jax import lax, ref
 from jax.custom_derivatives import SymbolicZero
 
-from .._arrays import as_size, as_sizes
+from .._arrays import as_size, as_sizes, vary_alike
 
 _DTYPES = (jnp.float32, jnp.float64, jnp.complex64, jnp.complex128)
 _MAX_CELLS = 2**31  # flattened indices are int32
@@ -88,7 +88,8 @@ def pallas_ungrid(
     dims, block = _check_layout(name, starts, weights, block_size, interpret)
     _check_data(name, "grid", grid, 1 + dims, weights)
     sizes = _check_sizes(name, "grid", grid.shape[1:])
-    return _ungrid(grid, starts, weights, _Static(sizes, interpret, block))
+    # inside `shard_map`, the kernels' arguments (and so their derivatives) share one type
+    return _ungrid(*vary_alike(grid, starts, weights), _Static(sizes, interpret, block))
 
 
 def pallas_grid(
@@ -117,7 +118,7 @@ def pallas_grid(
             f"`{name}(grid_size=...)` must have one size per axis of `starts` ({dims}); "
             f"got {sizes}."
         )
-    return _grid(vals, starts, weights, _Static(sizes, interpret, block))
+    return _grid(*vary_alike(vals, starts, weights), _Static(sizes, interpret, block))
 
 
 @functools.partial(jax.custom_vjp, nondiff_argnums=(3,))
@@ -213,7 +214,7 @@ def _ungrid_call(planes, starts, weights, static: _Static) -> jax.Array:
     kernel = functools.partial(_ungrid_kernel, sizes=static.sizes, length=length)
     return pl.pallas_call(
         kernel,
-        out_shape=jax.ShapeDtypeStruct((planes.shape[0], points), planes.dtype),
+        out_shape=_like(planes, (planes.shape[0], points)),
         grid=(points // static.block, planes.shape[0]),
         in_specs=[*_layout_specs(dims, length, static.block), _plane_spec(planes.shape[1])],
         out_specs=_points_spec(static.block),
@@ -228,9 +229,11 @@ def _grid_call(planes, starts, weights, static: _Static) -> jax.Array:
     dims, length, points = weights.shape
     cells = math.prod(static.sizes)
     kernel = functools.partial(_grid_kernel, sizes=static.sizes, length=length)
+    zeros = jnp.zeros((planes.shape[0], cells), planes.dtype)
+    (zeros,) = vary_alike(zeros, planes)[:1]
     return pl.pallas_call(
         kernel,
-        out_shape=jax.ShapeDtypeStruct((planes.shape[0], cells), planes.dtype),
+        out_shape=_like(planes, (planes.shape[0], cells)),
         grid=(points // static.block, planes.shape[0]),
         in_specs=[
             *_layout_specs(dims, length, static.block),
@@ -242,7 +245,13 @@ def _grid_call(planes, starts, weights, static: _Static) -> jax.Array:
         interpret=static.interpret,
         compiler_params=plgpu.CompilerParams(num_warps=4),
         name="jaxlinops_grid",
-    )(starts, weights, planes, jnp.zeros((planes.shape[0], cells), planes.dtype))
+    )(starts, weights, planes, zeros)
+
+
+def _like(planes: jax.Array, shape: tuple[int, ...]) -> jax.ShapeDtypeStruct:
+    """The output of a kernel on `planes`: `shape`, their dtype, and inside `jax.shard_map`
+    their type (varying over the same mesh axes), which `pallas_call` needs spelled out."""
+    return jax.ShapeDtypeStruct(shape, planes.dtype, manual_axis_type=jax.typeof(planes).mat)
 
 
 def _layout_specs(dims: int, length: int, block: int) -> list[pl.BlockSpec]:
