@@ -215,14 +215,16 @@ class Diagonal(SameDims):
 
 
 def merge_diagonals(a: Diagonal, b: Diagonal) -> Diagonal | None:
-    """The product of two Diagonals on the same dims with weights of the same rank, or
-    None when their weights do not broadcast together."""
-    if a.ioshape != b.ioshape or a.weight.ndim != b.weight.ndim:
+    """The product of two Diagonals on the same dims (their weights right-aligned, as
+    they apply), or None when their weights do not broadcast together."""
+    if a.ioshape != b.ioshape:
         return None
+    ndim = max(a.weight.ndim, b.weight.ndim)
+    wa, wb = (right_align(w, ndim) for w in (a.weight, b.weight))
     try:
-        np.broadcast_shapes(a.weight.shape, b.weight.shape)
+        np.broadcast_shapes(wa.shape, wb.shape)
     except ValueError:
         return None
-    wa, wb = promote(a.weight, b.weight)
+    wa, wb = promote(wa, wb)
     shared = tuple(d for d in a.broadcast_dims if d in b.broadcast_dims)
     return Diagonal(wa * wb, a.ioshape, shared)

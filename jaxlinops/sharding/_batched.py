@@ -27,11 +27,13 @@ import jax.numpy as jnp
 from jax.core import Tracer
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-from .._arrays import Device
+from .._arrays import Device, right_align
 from .._core import (
     Adjoint,
     Coupling,
+    Diagonal,
     NamedLinop,
+    Tile,
     as_tile,
     children_coupling,
     dims_field,
@@ -41,7 +43,7 @@ from .._core import (
     tile_grid,
     tile_length,
 )
-from .._dims import Dims, axis_of
+from .._dims import ELLIPSIS, Dims, axis_of
 from ._log import log_application
 from ._tile_arrays import grid_spec, place, stack_tiles, tile_at, unstack_tiles
 from ._unbatch import unbatch
@@ -115,15 +117,21 @@ class BatchedLinop(NamedLinop):
         output (then $A = \sum_t Q_t^T A_t P_t$ with tiles writing disjoint outputs, and
         the cross terms $Q_s Q_t^T$ vanish): the tiles' own normals (a Toeplitz NUFFT's, a
         Gram `Dense`'s), batched and placed as the tiles are, each device summing its tiles
-        and `psum` the devices. `inner` is split like the tiles' outputs. Tiles along an
-        input-only dim (partial sums) get the default chain."""
-        if not all(d in self.oshape for d, _ in self.batch):
+        and `psum` the devices. `inner` is split like the tiles' outputs; where tiles run
+        past the end of a dim, a 0/1 weighting of the valid entries joins it (a padded
+        tile's output there is cut off by the reassembly, not necessarily zero). Tiles along
+        an input-only dim (partial sums), or padded tiles with an `inner` other than a
+        `Diagonal`, get the default chain."""
+        if not all(d in self.oshape for d, _ in self.batch) or ELLIPSIS in self.oshape:
             return None
         tiles = list(self.tiles) if isinstance(self.tiles, tuple) else self._unstacked()
-        if inner is None:
-            normals = [t.normal() for t in tiles]
-        else:
-            normals = [t.normal(inner.split(tile)) for t, tile in zip(tiles, self._plan())]
+        plan = self._plan()
+        inners = [None if inner is None else inner.split(tile) for tile in plan]
+        if any(tile.padded for tile in plan):
+            if inner is not None and not isinstance(inner, Diagonal):
+                return None
+            inners = [_with_valid(i, tile, self.oshape) for i, tile in zip(inners, plan)]
+        normals = [t.normal(i) for t, i in zip(tiles, inners)]
         stacked = stack_tiles(normals, self.grid())
         if stacked is None:
             stacked = place(tuple(normals), self.mesh, ())
@@ -408,3 +416,23 @@ def _varying(y: jax.Array, axes: tuple[str, ...]) -> jax.Array:
 def _axis(shape: Dims, dim: str, ndim: int) -> int:
     axis = axis_of(shape, dim)
     return axis + ndim if axis < 0 else axis
+
+
+def _with_valid(inner: Diagonal | None, tile: Tile, oshape: Dims) -> Diagonal:
+    """`inner` (a `Diagonal` on `oshape`, or None) times the 0/1 weighting of the entries
+    of `tile` inside its dims (1 up to each padded dim's size, 0 past it)."""
+    shape = [1] * len(oshape)
+    weight = jnp.ones(shape, jnp.float32)
+    for d, size in tile.padded.items():
+        if d in oshape:
+            s = tile[d]
+            valid = (jnp.arange(s.start, s.stop) < size).astype(jnp.float32)
+            axis = oshape.index(d)
+            shape[axis] = s.stop - s.start
+            weight = weight * valid.reshape([-1 if a == axis else 1 for a in range(len(oshape))])
+    if inner is not None:
+        w = right_align(inner.weight, len(oshape))
+        weight = w * weight.astype(jnp.real(w).dtype)
+    weight = jnp.broadcast_to(weight, jnp.broadcast_shapes(weight.shape, tuple(shape)))
+    broadcast = tuple(d for d, n in zip(oshape, weight.shape[-len(oshape) :]) if n == 1)
+    return Diagonal(weight, oshape, broadcast)
