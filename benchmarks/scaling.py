@@ -10,8 +10,9 @@ For its forward, adjoint and normal operators, each compiled program gives:
 - XLA's memory per device (`memory_analysis()`: arguments, output, temporaries);
 - the bytes each device sends and receives per application, read from the compiled HLO:
   every collective (`all-reduce`, `all-gather`, `reduce-scatter`, `all-to-all`,
-  `collective-permute`) with its operand size, at the ring algorithm's $2 (D - 1) / D$ of
-  the operand for an all-reduce and $(D - 1) / D$ for the others;
+  `collective-permute`) with its size and group, counted by
+  `jaxlinops.sharding._hlo.collective_bytes` (a ring all-reduce moves $2 (D - 1) / D$ of
+  its operand);
 - the median time per application. On simulated CPU devices, which share the same cores,
   this shows overheads, not speed-ups; on GPUs it is the absolute time.
 """
@@ -21,7 +22,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import sys
 import time
 
@@ -39,26 +39,9 @@ from cases import sense_maps  # noqa: E402
 from harness import machine_info  # noqa: E402
 
 from jaxlinops.demo import radial_trajectory  # noqa: E402
+from jaxlinops.sharding._hlo import collective_bytes  # noqa: E402
 
 MiB = 2**20
-COLLECTIVE = re.compile(
-    r"=\s*(\S+)\s+(all-reduce|all-gather|reduce-scatter|all-to-all|collective-permute)"
-    r"(?:-start)?\("
-)
-DTYPE_BYTES = {"c64": 8, "c128": 16, "f32": 4, "f64": 8, "s32": 4, "u32": 4, "pred": 1}
-
-
-def collective_bytes(hlo: str, devices: int) -> dict[str, float]:
-    """Bytes sent and received per device by each kind of collective in `hlo`."""
-    totals: dict[str, float] = {}
-    for shapes, kind in COLLECTIVE.findall(hlo):
-        size = 0
-        for dtype, dims in re.findall(r"(\w+)\[([\d,]*)\]", shapes):
-            count = int(np.prod([int(d) for d in dims.split(",") if d])) if dims else 1
-            size += DTYPE_BYTES.get(dtype, 0) * count
-        factor = 2 * (devices - 1) / devices if kind == "all-reduce" else (devices - 1) / devices
-        totals[kind] = totals.get(kind, 0.0) + factor * size
-    return totals
 
 
 def measure(op, x, runs: int) -> dict:

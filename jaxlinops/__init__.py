@@ -100,6 +100,7 @@ from .sharding import (
     BatchSpec as BatchSpec,
     ResolvedBatchSpec as ResolvedBatchSpec,
     create_batched_linop as create_batched_linop,
+    plan_batches as plan_batches,
     shard as shard,
 )
 from .utils import (  # torchlinops exports these at the top level too
@@ -201,6 +202,7 @@ __all__ = [
     "scale_int",
     "toeplitz_psf",
     "shard",
+    "plan_batches",
     "register_for_export",
 ]
 

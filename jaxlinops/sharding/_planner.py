@@ -1,0 +1,425 @@
+r"""`plan_batches`: choose the `BatchSpec`s of an operator from its compiled programs.
+
+A candidate plan spreads one or two splittable dims over the devices (one tile of
+$t_d = \lceil n_d / D_d \rceil$ entries per device along a mesh axis of $D_d$ devices),
+optionally followed by a memory-only loop over smaller tiles of one dim. Each candidate the
+search reaches is built with `create_batched_linop` and its application compiled
+(`jax.jit(lambda B, x: B(x)).lower(B, x).compile()`); XLA's own figures decide:
+
+- its per-device peak $M$: `memory_analysis()` arguments + output + temporaries (less
+  buffers aliased between arguments and output);
+- its collective bytes $K$ per application: `collective_bytes` of the compiled HLO.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import math
+from collections.abc import Sequence
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .._arrays import as_size
+from .._core import Coupling, NamedLinop, all_dims, check_input
+from .._dims import fmt, has_wildcards
+from ._build import create_batched_linop
+from ._hlo import collective_bytes
+from ._log import logger
+from ._spec import BatchSpec, device_matrix
+
+DEFAULT_FRACTION = 0.8  # of a device's memory, when JAX reports it
+MAX_COMPILES = 6  # candidates compiled per call, besides the unsplit operator
+
+
+@dataclasses.dataclass(frozen=True)
+class Candidate:
+    """One plan: `outer = {dim: (tile, devices)}` spread over a mesh, then an optional
+    memory-only loop `inner = (dim, tile)`, with its first estimates."""
+
+    outer: tuple[tuple[str, int, int], ...]
+    inner: tuple[str, int] | None
+    devices: int
+    tiles_per_device: int
+    estimate: float  # per-device peak, bytes
+    floor: float  # its arguments and output alone, bytes
+    comm_estimate: float  # psum bytes of summed dims, bytes
+
+    def specs(self, devices: Sequence[jax.Device]) -> list[BatchSpec]:
+        shape = tuple(m for _, _, m in self.outer)
+        matrix = np.empty(self.devices, dtype=object)
+        matrix[:] = list(devices[: self.devices])
+        outer = BatchSpec({d: t for d, t, _ in self.outer}, device_matrix=matrix.reshape(shape))
+        return [outer] if self.inner is None else [outer, BatchSpec(dict([self.inner]))]
+
+    def key(self) -> tuple:
+        """The ranking by the first estimates (see `plan_batches`)."""
+        return (self.comm_estimate > 0, self.comm_estimate, self.tiles_per_device, self.estimate)
+
+    def __str__(self) -> str:
+        parts = [f"{d}/{t} over {m}" for d, t, m in self.outer]
+        text = " x ".join(parts) + f" ({self.devices} devices)"
+        if self.inner is not None:
+            text += f", then {self.inner[0]}/{self.inner[1]} in a loop"
+        return text
+
+
+@dataclasses.dataclass(frozen=True)
+class Measured:
+    """A compiled candidate: per-device peak bytes and collective bytes per application."""
+
+    candidate: Candidate
+    peak: int
+    temporaries: int
+    collectives: dict[str, float]
+
+    @property
+    def communicated(self) -> float:
+        return sum(self.collectives.values())
+
+    def key(self) -> tuple:
+        """The ranking of `plan_batches`, from the compiled figures."""
+        c = self.candidate
+        return (self.communicated > 0, self.communicated, c.tiles_per_device, self.peak, c.devices)
+
+
+@dataclasses.dataclass(frozen=True)
+class PlanReport:
+    """What `plan_batches` compiled and chose; `str(report)` explains it."""
+
+    operator: str
+    budget: int | None
+    budget_source: str
+    devices: int
+    unsplit_peak: int
+    chosen: Measured
+    compiled: tuple[Measured, ...]
+    not_compiled: int
+
+    def __str__(self) -> str:
+        c = self.chosen
+        budget = "none" if self.budget is None else _bytes(self.budget)
+        lines = [
+            f"plan_batches({self.operator}): {self.devices} devices, budget {budget} per "
+            f"device ({self.budget_source}); unsplit, one device needs {_bytes(self.unsplit_peak)}",
+            f"  chosen: {c.candidate}",
+            f"    {_bytes(c.peak)} per device, {_comm(c)} per application, "
+            f"{c.candidate.tiles_per_device} tile(s) per device",
+            f"    why: {self._why()}",
+            "  compiled candidates (peak per device, collectives per application, tiles per "
+            "device):",
+        ]
+        for m in sorted(self.compiled, key=Measured.key):
+            fits = self.budget is None or m.peak <= self.budget
+            mark = " <- chosen" if m is c else ("" if fits else " (over budget)")
+            lines.append(
+                f"    {m.candidate}: {_bytes(m.peak)}, {_comm(m)}, "
+                f"{m.candidate.tiles_per_device}{mark}"
+            )
+        if self.not_compiled:
+            lines.append(
+                f"  {self.not_compiled} other candidates not compiled (ranked lower, or a lower "
+                f"bound of their peak is over the budget)"
+            )
+        return "\n".join(lines)
+
+    def _why(self) -> str:
+        c = self.chosen
+        fits = "fits the budget" if self.budget is not None else "no budget"
+        if c.communicated == 0:
+            return f"{fits}; needs no communication (every split dim is concatenated)"
+        return (
+            f"{fits}; no communication-free candidate fits (compiled, or by a lower bound of "
+            f"its peak): the fewest collective bytes, then the fewest tiles per device"
+        )
+
+
+class Plan(list):
+    """The `BatchSpec`s `plan_batches` chose (a list to pass to `create_batched_linop`),
+    with `report`, a `PlanReport`; `print(plan)` prints the report."""
+
+    report: PlanReport
+
+    def __init__(self, specs: Sequence[BatchSpec], report: PlanReport):
+        super().__init__(specs)
+        self.report = report
+
+    def __str__(self) -> str:
+        return str(self.report)
+
+
+def plan_batches(
+    A: NamedLinop,
+    *,
+    devices: Sequence[jax.Device] | None = None,
+    memory_limit: int | None = None,
+    x: jax.Array | jax.ShapeDtypeStruct | None = None,
+) -> Plan:
+    r"""The `BatchSpec`s to run `A` within `memory_limit` bytes per device:
+    `jl.create_batched_linop(A, jl.plan_batches(A))`.
+
+    **Candidates.** The dims `A` can be split along today: dims of `A` (internal ones
+    included) that every operator in it applies entry by entry (`Coupling.NONE`), whose
+    size $n_d > 1$ `A` fixes. With $D$ devices:
+
+    - one dim over all $D$ devices, tiles of $t_d = \lceil n_d / D \rceil$ (using
+      $\lceil n_d / t_d \rceil$ devices);
+    - two dims on a 2-D mesh $D = D_1 D_2$ ($D_1, D_2 \ge 2$, each at most the dim's size),
+      tiles $\lceil n_{d_i} / D_i \rceil$;
+    - each of those followed by a memory-only loop (a second `BatchSpec` without
+      devices) over one dim in tiles of $\lceil m / 2^j \rceil$, $m$ its per-device extent.
+
+    **First estimate** (no compile): from the unsplit operator's compiled input $i$,
+    output $o$, other arguments $a$ (the operator's arrays) and temporaries $w$, the
+    optimistic peak
+
+    $$\hat M = i\, f_{\text{in}} + o\, f_{\text{out}} + a\, f + w\, f \prod_e s_e / t_e,$$
+
+    with $f = \prod_d t_d / n_d$ over the split dims (the arrays and work shrink with the
+    tile), $f_{\text{in}}$, $f_{\text{out}}$ the same over the split dims in `A.ishape`,
+    `A.oshape` (the rest is replicated), and $s_e / t_e$ the loop's share of its dim; and
+    the collective bytes $\hat K = 2 (k - 1) / k \cdot o\, f_{\text{out}}$ of the ring
+    `psum` over the $k$ devices of the split dims not in `A.oshape` (their tiles are
+    partial sums), 0 when every split dim is in the output (concatenated).
+
+    **Search.** Candidates are compiled in the order of $(\hat K > 0, \hat K,
+    \text{tiles per device}, \hat M)$, skipping those whose lower bound exceeds the
+    budget: the estimated arguments and output $i f_{\text{in}} + o f_{\text{out}} + a f$,
+    or, for a loop over a layout already compiled without one, that program's peak less
+    its temporaries (a loop shrinks only the work). Once one fits, the search stops at
+    the next candidate that ranks lower on $(\hat K > 0, \hat K, \text{tiles})$ than the
+    best fit's measured figures or whose lower bound is not below the best fit's peak,
+    and after 6 compiles in any case. **Choice** among the compiled ones that
+    fit ($M \le$ budget), by $(K > 0, K, \text{tiles per device}, M, \text{devices})$: no
+    communication first, then the fewest collective bytes, then the least looping; then
+    the lowest peak, which spreads over more devices (the headroom a budget estimate
+    needs), then the fewest devices (the rest stay free).
+
+    Arguments:
+
+    - `devices`: the devices to use (a sequence of distinct `jax.Device`s; default
+      `jax.devices()`).
+    - `memory_limit`: bytes per device; default 0.8 of the smallest
+      `memory_stats()["bytes_limit"]` of the devices where JAX reports it (GPUs, TPUs),
+      else no limit (CPU devices).
+    - `x`: an input (array or `jax.ShapeDtypeStruct`) when `A` does not fix its input's
+      sizes or dtype; default: `A.ishape` at `A`'s sizes, complex at the precision of
+      `A`'s arrays (complex64 when it has none).
+
+    Returns a `Plan`: a list of `BatchSpec`s (the device split, then the loop, if any),
+    whose `report` (`print(plan)`; also logged at INFO on the "jaxlinops" logger) gives the
+    chosen plan's per-device peak, collective bytes per application and tiles per device,
+    and every compiled candidate's. Raises a ValueError when no candidate fits, naming the
+    smallest per-device peak among the compiled candidates: the smallest budget that fits.
+    """
+    if not isinstance(A, NamedLinop):
+        raise TypeError(f"`plan_batches` expects a NamedLinop; got {type(A).__name__}.")
+    devices = _devices(devices)
+    budget, source = _budget(memory_limit, devices)
+    x = _input(A, x)
+    unsplit = _compile(A, x)
+    memory = unsplit.memory_analysis()
+    unsplit_peak = _peak(memory)
+    x_bytes = math.prod(x.shape) * x.dtype.itemsize
+    candidates = sorted(_candidates(A, len(devices), memory, x_bytes), key=Candidate.key)
+    compiled: list[Measured] = []
+    for c in candidates:
+        fits = [m for m in compiled if budget is None or m.peak <= budget]
+        best = min(fits, key=Measured.key, default=None)
+        if best is not None and (c.key()[:3] > best.key()[:3] or _floor(c, compiled) >= best.peak):
+            break
+        if len(compiled) == MAX_COMPILES:
+            break
+        if budget is None or _floor(c, compiled) <= budget:  # else it cannot fit
+            compiled.append(_measure(A, c, devices, x))
+    fits = [m for m in compiled if budget is None or m.peak <= budget]
+    if not fits:
+        _no_fit(A, budget, source, candidates, compiled, devices, x)
+    chosen = min(fits, key=Measured.key)
+    report = PlanReport(
+        operator=f"{A.name} {fmt(A.ishape)} -> {fmt(A.oshape)}",
+        budget=budget,
+        budget_source=source,
+        devices=len(devices),
+        unsplit_peak=unsplit_peak,
+        chosen=chosen,
+        compiled=tuple(compiled),
+        not_compiled=len(candidates) - len(compiled),
+    )
+    logger.info(str(report))
+    return Plan(chosen.candidate.specs(devices), report)
+
+
+def _devices(devices) -> list[jax.Device]:
+    if devices is None:
+        return list(jax.devices())
+    if isinstance(devices, (str, bytes, jax.Device)) or not isinstance(
+        devices, (Sequence, np.ndarray)
+    ):
+        raise TypeError(
+            f"`plan_batches(devices=...)` expects a sequence of jax.Device; got "
+            f"{devices!r:.60} ({type(devices).__name__})."
+        )
+    return list(device_matrix(devices, "`plan_batches(devices=...)`").flat)
+
+
+def _budget(memory_limit, devices: list[jax.Device]) -> tuple[int | None, str]:
+    """The budget in bytes per device (None: no limit) and where it comes from."""
+    if memory_limit is not None:
+        return as_size(memory_limit, "`plan_batches(memory_limit=...)`", 1), "memory_limit"
+    stats = [d.memory_stats() for d in devices]
+    if all(s is not None and "bytes_limit" in s for s in stats):
+        limit = min(s["bytes_limit"] for s in stats)
+        return int(DEFAULT_FRACTION * limit), f"{DEFAULT_FRACTION} of the device's bytes_limit"
+    return None, "the devices report no memory limit"
+
+
+def _input(A: NamedLinop, x) -> jax.ShapeDtypeStruct:
+    """The input whose application is compiled: `x`'s shape and dtype, or `A.ishape` at
+    `A`'s sizes, complex at the precision of `A`'s arrays."""
+    if x is not None:
+        if not (hasattr(x, "shape") and hasattr(x, "dtype")):
+            raise TypeError(
+                f"`plan_batches(x=...)` expects an array or a jax.ShapeDtypeStruct; got "
+                f"{type(x).__name__}."
+            )
+        try:
+            check_input(A, A.ishape, x)
+        except ValueError as error:
+            raise ValueError(f"`plan_batches(x=...)`: {error}") from None
+        return jax.ShapeDtypeStruct(tuple(x.shape), x.dtype)
+    sizes = [A.size(d) for d in A.ishape]
+    if has_wildcards(A.ishape) or None in sizes:
+        unknown = [d for d, n in zip(A.ishape, sizes) if n is None]
+        raise ValueError(
+            f"`plan_batches`: {A.name} ({fmt(A.ishape)} -> {fmt(A.oshape)}) does not fix the "
+            f"size of its input dims {unknown}; pass `x=` (an input array or a "
+            f"jax.ShapeDtypeStruct) to plan for."
+        )
+    arrays = [a.dtype for a in jax.tree.leaves(A) if eqx.is_inexact_array(a)]
+    dtype = np.result_type(np.complex64, *arrays) if arrays else np.dtype(np.complex64)
+    return jax.ShapeDtypeStruct(tuple(sizes), jnp.dtype(dtype))
+
+
+def _splittable(A: NamedLinop) -> dict[str, int]:
+    """`{dim: size}` of the dims `A` can be split along today (see `plan_batches`)."""
+    order = list(A.dims) + sorted(all_dims(A) - set(A.dims))
+    sizes = {d: A.size(d) for d in order}
+    return {
+        d: n for d, n in sizes.items() if n is not None and n > 1 and A.coupling(d) == Coupling.NONE
+    }
+
+
+def _candidates(A: NamedLinop, devices: int, memory, x_bytes: int) -> list[Candidate]:
+    """Every candidate plan with its first estimates (see `plan_batches`)."""
+    sizes = _splittable(A)
+    layouts: list[tuple[tuple[str, int, int], ...]] = []
+    for d, n in sizes.items():
+        t = -(-n // devices)
+        layouts.append(((d, t, -(-n // t)),))
+    for (d1, n1), (d2, n2) in itertools.combinations(sizes.items(), 2):
+        for m1 in range(2, devices // 2 + 1):
+            m2 = devices // m1
+            if m1 * m2 == devices and m1 <= n1 and m2 <= n2:
+                layouts.append(((d1, -(-n1 // m1), m1), (d2, -(-n2 // m2), m2)))
+    if devices == 1:
+        layouts = layouts[:1]  # the whole operator on the device, whichever dim names it
+    out = []
+    for outer in layouts:
+        out.append(_candidate(A, sizes, outer, None, memory, x_bytes))
+        extent = {d: t for d, t, _ in outer}
+        for d, n in sizes.items():
+            m, tile = extent.get(d, n), extent.get(d, n)
+            while tile > 1:
+                tile = -(-tile // 2)
+                loops = -(-m // tile)
+                out.append(_candidate(A, sizes, outer, (d, tile), memory, x_bytes, loops))
+    return out
+
+
+def _candidate(A, sizes, outer, inner, memory, x_bytes: int, loops: int = 1) -> Candidate:
+    def share(dims) -> float:
+        return math.prod(t / sizes[d] for d, t, _ in outer if d in dims)
+
+    work = share(sizes)
+    if inner is not None:
+        d, s = inner
+        work *= s / next((t for e, t, _ in outer if e == d), sizes[d])
+    output = memory.output_size_in_bytes
+    arrays = memory.argument_size_in_bytes - x_bytes
+    floor = x_bytes * share(A.ishape) + output * share(A.oshape) + arrays * share(sizes)
+    estimate = floor + memory.temp_size_in_bytes * work
+    k = math.prod(m for d, _, m in outer if d not in A.oshape)
+    comm = 2 * (k - 1) / k * output * share(A.oshape)
+    devices = math.prod(m for _, _, m in outer)
+    return Candidate(outer, inner, devices, loops, estimate, floor, comm)
+
+
+def _floor(c: Candidate, compiled: list[Measured]) -> float:
+    """A lower bound of `c`'s peak: its layout's measured peak less its temporaries (a loop
+    shrinks only the work) where that layout was compiled without a loop, else the
+    estimated arguments and output."""
+    plain = (m for m in compiled if m.candidate.outer == c.outer and m.candidate.inner is None)
+    m = next(plain, None)
+    return c.floor if m is None else m.peak - m.temporaries
+
+
+def _compile(op: NamedLinop, x: jax.ShapeDtypeStruct):
+    return jax.jit(lambda B, v: B(v)).lower(op, x).compile()
+
+
+def _peak(memory) -> int:
+    """Per-device peak bytes of a compiled program: arguments + output + temporaries, less
+    the buffers shared by arguments and output."""
+    return int(
+        memory.argument_size_in_bytes
+        + memory.output_size_in_bytes
+        + memory.temp_size_in_bytes
+        - memory.alias_size_in_bytes
+    )
+
+
+def _measure(A: NamedLinop, c: Candidate, devices, x) -> Measured:
+    B = create_batched_linop(A, c.specs(devices), progress=False)
+    compiled = _compile(B, x)
+    comm = collective_bytes(compiled.as_text(), c.devices)
+    memory = compiled.memory_analysis()
+    return Measured(c, _peak(memory), memory.temp_size_in_bytes, comm)
+
+
+def _no_fit(A, budget, source, candidates, compiled, devices, x) -> None:
+    """Raise the ValueError of `plan_batches` when no compiled candidate fits: first
+    compile the candidates of smallest estimate not yet compiled (up to 2), so that the
+    smallest budget named is that of the plans most likely to be smallest."""
+    done = {m.candidate for m in compiled}
+    rest = sorted((c for c in candidates if c not in done), key=lambda c: c.estimate)
+    compiled = [*compiled, *(_measure(A, c, devices, x) for c in rest[:2])]
+    if not compiled:
+        raise ValueError(
+            f"`plan_batches`: {A.name} ({fmt(A.ishape)} -> {fmt(A.oshape)}) has no dim that "
+            f"can be split (entry by entry, of known size > 1); nothing to plan."
+        )
+    best = min(compiled, key=lambda m: m.peak)
+    raise ValueError(
+        f"`plan_batches`: no plan for {A.name} ({fmt(A.ishape)} -> {fmt(A.oshape)}) fits "
+        f"the budget of {budget} bytes per device ({source}) on {len(devices)} devices; "
+        f"the smallest budget that fits is {best.peak} bytes per device ({best.candidate}), "
+        f"the smallest compiled peak of {len(compiled)} candidates."
+    )
+
+
+def _bytes(n: float) -> str:
+    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= size:
+            return f"{n / size:.1f} {unit} ({int(n)} bytes)"
+    return f"{int(n)} bytes"
+
+
+def _comm(m: Measured) -> str:
+    if not m.collectives:
+        return "no collectives"
+    kinds = ", ".join(f"{k} {_bytes(v)}" for k, v in sorted(m.collectives.items()))
+    return f"collectives {kinds}"
