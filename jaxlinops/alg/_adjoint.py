@@ -12,6 +12,7 @@ product of $\theta \mapsto A_\theta x$. Memory does not grow with the iteration 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import equinox as eqx
 import jax
@@ -69,12 +70,12 @@ def check_adjoint(adjoint: object, name: str) -> Adjoint:
     return ImplicitAdjoint(tol["gtol"], tol["atol"], count)
 
 
-Solve = Callable[[jax.Array], tuple[jax.Array, object]]
+Solve = Callable[[jax.Array], tuple[jax.Array, Any]]
 
 
 def implicit_solve(
     apply: Callable[[jax.Array], jax.Array], y: jax.Array, forward: Solve, backward: Solve
-) -> tuple[jax.Array, object]:
+) -> tuple[jax.Array, Any]:
     r"""`forward(y)` = `(x, aux)` with $x \approx A^{-1} y$, differentiated implicitly
     (`ImplicitAdjoint`) through `jax.lax.custom_linear_solve`.
 

@@ -145,8 +145,8 @@ def _point_weights(
         w = w.reshape(w.shape[:nlead] + (1,) * (len(points) - w.ndim + nlead) + w.shape[nlead:])
         w = jnp.broadcast_to(w, w.shape[:nlead] + shape)
         return w, lead(inner.ioshape), lambda k, kd: Diagonal(k, lead(inner.ioshape) + kd, keep)
-    dense = on_points(inner.ishape) and on_points(inner.oshape) and not frames
-    if isinstance(inner, Dense) and dense:
+    mixes_batch = on_points(inner.ishape) and on_points(inner.oshape) and not frames
+    if isinstance(inner, Dense) and mixes_batch:
         wdims = inner.weightshape
         other = tuple(d for d in wdims if d not in points)
         present = tuple(d for d in points if d in wdims)

@@ -155,8 +155,8 @@ class BatchedLinop(NamedLinop):
 
     def _plan(self) -> list:
         """The tiles (`Tile`s, in grid order) the operator was split into."""
-        batch = dict(self.batch)
-        sizes = {d: batch[d].size for d in self.stacked}
+        batch, known = dict(self.batch), dict(self.sizes)
+        sizes = {d: known[d] for d in self.stacked}
         tiles = {d: batch[d].tile for d in self.stacked}
         _, plan = tile_grid(sizes, tiles, dict(zip(self.stacked, self.grid())))
         return [tile for _, tile in plan]
@@ -418,9 +418,10 @@ def _axis(shape: Dims, dim: str, ndim: int) -> int:
     return axis + ndim if axis < 0 else axis
 
 
-def _with_valid(inner: Diagonal | None, tile: Tile, oshape: Dims) -> Diagonal:
+def _with_valid(inner: NamedLinop | None, tile: Tile, oshape: Dims) -> Diagonal:
     """`inner` (a `Diagonal` on `oshape`, or None) times the 0/1 weighting of the entries
     of `tile` inside its dims (1 up to each padded dim's size, 0 past it)."""
+    assert inner is None or isinstance(inner, Diagonal), "checked by the caller"
     shape = [1] * len(oshape)
     weight = jnp.ones(shape, jnp.float32)
     for d, size in tile.padded.items():

@@ -174,7 +174,7 @@ def _plan(
     name = "fft_split"
     axes = tuple(_axis(name, "axes", x, a) for a in _seq(axes))
     splits = tuple(_axis(name, "split", x, s) for s in _seq(split))
-    names = tuple(_seq(axis_name))
+    names = tuple(str(n) for n in _seq(axis_name))
     if len(set(axes)) != len(axes) or len(set(splits)) != len(splits):
         raise ValueError(
             f"`{name}(axes=..., split=...)` must not repeat an axis; got {axes}, {splits}."

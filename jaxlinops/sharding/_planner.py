@@ -23,7 +23,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._arrays import as_size
+from .._arrays import Device, as_size
 from .._core import Coupling, NamedLinop, all_dims, check_input
 from .._dims import fmt, has_wildcards
 from ._build import create_batched_linop
@@ -48,7 +48,7 @@ class Candidate:
     floor: float  # its arguments and output alone, bytes
     comm_estimate: float  # psum bytes of summed dims, bytes
 
-    def specs(self, devices: Sequence[jax.Device]) -> list[BatchSpec]:
+    def specs(self, devices: Sequence[Device]) -> list[BatchSpec]:
         shape = tuple(m for _, _, m in self.outer)
         matrix = np.empty(self.devices, dtype=object)
         matrix[:] = list(devices[: self.devices])
@@ -154,7 +154,7 @@ class Plan(list):
 def plan_batches(
     A: NamedLinop,
     *,
-    devices: Sequence[jax.Device] | None = None,
+    devices: Sequence[Device] | None = None,
     memory_limit: int | None = None,
     x: jax.Array | jax.ShapeDtypeStruct | None = None,
 ) -> Plan:
@@ -220,8 +220,7 @@ def plan_batches(
     devices = _devices(devices)
     budget, source = _budget(memory_limit, devices)
     x = _input(A, x)
-    unsplit = _compile(A, x)
-    memory = unsplit.memory_analysis()
+    memory = _memory(_compile(A, x))
     unsplit_peak = _peak(memory)
     x_bytes = math.prod(x.shape) * x.dtype.itemsize
     candidates = sorted(_candidates(A, len(devices), memory, x_bytes), key=Candidate.key)
@@ -253,7 +252,7 @@ def plan_batches(
     return Plan(chosen.candidate.specs(devices), report)
 
 
-def _devices(devices) -> list[jax.Device]:
+def _devices(devices) -> list[Device]:
     if devices is None:
         return list(jax.devices())
     if isinstance(devices, (str, bytes, jax.Device)) or not isinstance(
@@ -266,7 +265,7 @@ def _devices(devices) -> list[jax.Device]:
     return list(device_matrix(devices, "`plan_batches(devices=...)`").flat)
 
 
-def _budget(memory_limit, devices: list[jax.Device]) -> tuple[int | None, str]:
+def _budget(memory_limit, devices: list[Device]) -> tuple[int | None, str]:
     """The budget in bytes per device (None: no limit) and where it comes from."""
     if memory_limit is not None:
         return as_size(memory_limit, "`plan_batches(memory_limit=...)`", 1), "memory_limit"
@@ -371,6 +370,17 @@ def _compile(op: NamedLinop, x: jax.ShapeDtypeStruct):
     return jax.jit(lambda B, v: B(v)).lower(op, x).compile()
 
 
+def _memory(compiled):
+    """The compiled program's `memory_analysis()`, which planning needs."""
+    memory = compiled.memory_analysis()
+    if memory is None:
+        raise RuntimeError(
+            "`plan_batches`: this backend reports no memory analysis of compiled programs, "
+            "which the plan is measured by; give the BatchSpecs by hand."
+        )
+    return memory
+
+
 def _peak(memory) -> int:
     """Per-device peak bytes of a compiled program: arguments + output + temporaries, less
     the buffers shared by arguments and output."""
@@ -385,8 +395,8 @@ def _peak(memory) -> int:
 def _measure(A: NamedLinop, c: Candidate, devices, x) -> Measured:
     B = create_batched_linop(A, c.specs(devices), progress=False)
     compiled = _compile(B, x)
-    comm = collective_bytes(compiled.as_text(), c.devices)
-    memory = compiled.memory_analysis()
+    comm = collective_bytes(compiled.as_text() or "", c.devices)
+    memory = _memory(compiled)
     return Measured(c, _peak(memory), memory.temp_size_in_bytes, comm)
 
 
