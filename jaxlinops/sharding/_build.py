@@ -14,6 +14,7 @@ from .._core import Coupling, FunctionLinop, NamedLinop, all_dims, tile_grid
 from .._dims import fmt
 from .._progress import iterate
 from ._batched import BatchDim, BatchedLinop
+from ._grid import GridSplitLinop, grid_split
 from ._log import log_plan
 from ._spec import BatchSpec, fit_devices, make_mesh
 from ._tile_arrays import place, stack_tiles
@@ -29,9 +30,13 @@ def create_batched_linop(
     *,
     progress: bool | None = None,
     **options: object,
-) -> BatchedLinop:
+) -> BatchedLinop | GridSplitLinop:
     """`linop` as one operator run tile by tile: `create_batched_linop(A, BatchSpec({"C":
     1}, device_matrix=jax.devices()))` puts one coil per device.
+
+    A dim that `linop` couples (an FFT's image dim) is split by domain decomposition
+    instead of tiled: one slab per device, the FFTs distributed (`GridSplitLinop`; one
+    BatchSpec, one dim).
 
     A list of specs nests: the first tiles `linop` (across its devices), each tile is
     batched by the rest (e.g. readout chunks one after another, to bound memory); only the
@@ -79,6 +84,9 @@ def create_batched_linop(
     if default_device is not None and spec.base_device is None:
         spec = dataclasses.replace(spec, base_device=default_device)
     inner = (lambda t: create_batched_linop(t, rest, progress=False)) if rest else None
+    grid = _grid_dim(linop, spec)
+    if grid is not None:
+        return _split_grid(linop, spec, grid, rest)
     sizes = checked_sizes(linop, spec.batch_sizes, "create_batched_linop")
     mesh = None
     if spec.device_matrix is not None:
@@ -129,6 +137,41 @@ def shard(
     # an Auto copy of the mesh: shard_map then reshards plain inputs as needed
     auto = make_mesh(mesh.devices, mesh.axis_names)
     return build(A, tiles, sizes, auto, dict(axes), None, None, progress)
+
+
+def _grid_dim(A: NamedLinop, spec: BatchSpec) -> str | None:
+    """The dim of `spec` that `A` couples (a grid dim, split by domain decomposition), or
+    None when every batched dim is one `A` applies entry by entry (tiled)."""
+    if not isinstance(A, NamedLinop) or spec.device_matrix is None:
+        return None
+    coupled = [d for d in spec.batch_sizes if d in all_dims(A) and A.coupling(d) != Coupling.NONE]
+    return coupled[0] if coupled and len(spec.batch_sizes) == 1 else None
+
+
+def _split_grid(A: NamedLinop, spec: BatchSpec, dim: str, rest: list) -> GridSplitLinop:
+    """`A` split along its coupled dim `dim` across the devices of `spec`, one slab each."""
+    n = A.size(dim)
+    if n is None:
+        raise ValueError(
+            f"`create_batched_linop`: {A.name} does not fix the size of the grid dim {dim!r}."
+        )
+    if rest or spec.base_device is not None:
+        raise ValueError(
+            f"`create_batched_linop`: splitting the grid dim {dim!r} of {A.name} takes one "
+            f"BatchSpec without a base_device, for now."
+        )
+    assert isinstance(spec.device_matrix, np.ndarray)  # BatchSpec converts the matrix
+    devices = list(spec.device_matrix.flat)
+    count = min(len(devices), -(-n // spec.batch_sizes[dim]))
+    if -(-n // spec.batch_sizes[dim]) > len(devices):
+        raise ValueError(
+            f"`create_batched_linop`: the grid dim {dim!r} of {A.name} is split into one "
+            f"slab per device; tiles of {spec.batch_sizes[dim]} make "
+            f"{-(-n // spec.batch_sizes[dim])} slabs for {len(devices)} devices (use tiles "
+            f"of at least {-(-n // len(devices))})."
+        )
+    mesh = jax.sharding.Mesh(np.array(devices[:count]), (dim,))
+    return grid_split(A, dim, n, mesh)
 
 
 def checked_sizes(A: NamedLinop, tiles: Mapping[str, int], what: str) -> dict[str, int | None]:
