@@ -1,4 +1,5 @@
-"""The site's generated figures: the split diagram and the benchmark ratio plots.
+"""The site's generated figures: the split diagram, the benchmark ratio plots and the
+scaling plot.
 
 As an MkDocs hook, `on_files` draws them when the site is built and adds them to the site
 as `img/<name>.png`, so they always match the code and the committed benchmark results.
@@ -26,6 +27,9 @@ GROUPS = {
     "SENSE, normals, CG-SENSE": ("SENSE", "Normal", "CG-SENSE"),
 }
 PEER_COLOURS = {"torchlinops": "tab:blue", "finufft": "tab:orange", "sigpy": "tab:green"}
+# the scaling run the scaling page shows (`benchmarks/scaling.py --json`)
+SCALING = "scaling-cpu-2core-2026-11-25.json"
+SPLIT_COLOURS = {"coils": "tab:blue", "grid": "tab:orange"}
 
 
 def _pyplot():
@@ -186,11 +190,55 @@ def ratio_plot(record: dict, machine: str) -> bytes:
     return _png(fig)
 
 
+def scaling_plot(record: dict) -> bytes:
+    """Three panels from a `scaling.py` JSON: the 3-D CG-SENSE's per-device peak memory
+    against the device count, in strong and in weak scaling, coil split against grid split
+    (measured, XLA's figures), and the cost model's projected time per CG iteration on
+    H100s (1 GPU, 1 node, 2 and 4 nodes)."""
+    plt = _pyplot()
+    fig, axes = plt.subplots(1, 3, figsize=(11, 3.4), layout="constrained")
+    cg = record["cg_sense"]
+    for ax, scaling in zip(axes[:2], ("strong", "weak"), strict=True):
+        for how, colour in SPLIT_COLOURS.items():
+            rows = [(int(k.rsplit("/", 1)[1]), r) for k, r in cg.items()
+                    if k.startswith(f"{scaling}/{how}/") and "peak_MiB" in r]  # fmt: skip
+            ax.plot([d for d, _ in rows], [r["peak_MiB"] for _, r in rows], "o-",
+                    color=colour, label=f"split by {how}")  # fmt: skip
+        ax.set_xscale("log", base=2)
+        ax.set_xticks([d for d, _ in rows], [str(d) for d, _ in rows])
+        ax.set_ylim(bottom=0)
+        ax.set_xlabel("devices D")
+        ax.set_ylabel("peak MiB per device")
+        shape = "x".join(map(str, cg[f"{scaling}/none/1"]["shape"]))
+        grows = "" if scaling == "strong" else ", Nx grows with D"
+        ax.set_title(f"{scaling} scaling ({shape} at D = 1{grows})", fontsize=9)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    rows = record["cost_model"]["rows"]
+    label = next(k.split("/")[0] for k in rows if "H100" in k and k.startswith(
+        str(record["settings"]["large"])))  # fmt: skip
+    for how, colour in SPLIT_COLOURS.items():
+        points = [(int(k.rsplit("/", 1)[1]), r["total_ms"]) for k, r in rows.items()
+                  if k.startswith(f"{label}/{how}/")]  # fmt: skip
+        axes[2].plot([d for d, _ in points], [t for _, t in points], "o-", color=colour,
+                     label=f"split by {how}")  # fmt: skip
+    axes[2].set_xscale("log", base=2)
+    axes[2].set_xticks([d for d, _ in points], [str(d) for d, _ in points])
+    axes[2].set_ylim(bottom=0)
+    axes[2].set_xlabel("H100s (8 per node; 16, 32: 2 and 4 nodes)")
+    axes[2].set_ylabel("ms per CG iteration (model)")
+    axes[2].set_title(f"cost model, {label.split(',')[0]}", fontsize=9)
+    axes[2].grid(alpha=0.3)
+    axes[2].legend(fontsize=8)
+    return _png(fig)
+
+
 def figures() -> dict[str, bytes]:
     """Every generated figure, by its file name under docs' img/."""
     out = {"split-diagram.png": split_diagram()}
     for name, (results, machine) in SUITES.items():
         out[name] = ratio_plot(json.loads((RESULTS / results).read_text()), machine)
+    out["scaling.png"] = scaling_plot(json.loads((RESULTS / SCALING).read_text()))
     return out
 
 

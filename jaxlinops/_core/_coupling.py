@@ -1,10 +1,20 @@
-"""What an operator declares about splitting: how it couples the entries of each of its
+r"""What an operator declares about splitting: how it couples the entries of each of its
 dims (`Coupling`), and what a tile slices (`Tiling`).
 
 The sharding layer decides from these declarations alone: a dim an operator applies
 entry by entry (`Coupling.NONE`) is tiled; a dim it couples within a halo or globally is
-not tiled (domain decomposition of such dims is the next step: halo exchange for
-`Coupling.halo(k)`, transposes for `Coupling.GLOBAL`).
+split by domain decomposition instead (`jaxlinops.sharding._grid`): halo exchange for
+`Coupling.halo(k)`, transposes for `Coupling.GLOBAL` (FFTs, `Pad`, `Crop`).
+
+**Declaring a halo is enough for grid splitting** when the operator is *shift invariant*
+along the dim: output entry $j$ is the same function of the input entries $j - k, \dots,
+j + k$ at every $j$ (a convolution), and the operator fixes no size of the dim
+(`size(dim)` is None), mapping the dim to the same position of its output (renamed or
+not). Each device then runs the operator itself on its slab extended by $k$ entries from
+each neighbour (wrapped around the ends of the dim when `periodic`, zeros otherwise) and
+keeps the interior, which is exact whatever the operator does at the ends of the extended
+slab. An operator with arrays indexed along the dim (gridding onto a fixed grid) is not
+shift invariant: grid splitting refuses it by name.
 """
 
 from __future__ import annotations
@@ -22,20 +32,23 @@ class Coupling:
 
     - `Coupling.NONE`: entry by entry (a batch dim, a weight indexed along the dim, a
       contracted dim whose tiles sum): tiles are independent.
-    - `Coupling.halo(k)`: an output entry depends on the input entries within `k` of it
-      (a convolution's radius, a gridding kernel's half width).
+    - `Coupling.halo(k, periodic=False)`: an output entry depends on the input entries
+      within `k` of it (a convolution's radius, a gridding kernel's half width); with
+      `periodic`, the dim wraps around (entry $N$ is entry 0: circular padding), else it
+      is zero outside its ends.
     - `Coupling.GLOBAL`: an output entry may depend on every input entry along the dim
       (an FFT, a resize).
     """
 
     kind: str
     width: int = 0
+    periodic: bool = False
     NONE: ClassVar[Coupling]
     GLOBAL: ClassVar[Coupling]
 
     @staticmethod
-    def halo(k: int) -> Coupling:
-        return Coupling("halo", int(k))
+    def halo(k: int, periodic: bool = False) -> Coupling:
+        return Coupling("halo", int(k), bool(periodic))
 
     def __str__(self) -> str:
         return f"a halo of {self.width}" if self.kind == "halo" else self.kind

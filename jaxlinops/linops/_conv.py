@@ -106,10 +106,12 @@ class Convolution(NamedLinop):
         return Tiling(batch=self.batch_shape)
 
     def coupling(self, dim: str) -> Coupling:
-        """A halo of the kernel's radius along the grid dims."""
+        """A halo of the kernel's radius along the grid dims, periodic with circular
+        padding (the grid splits by halo exchange: see `jaxlinops._core._coupling`)."""
         for grid in (self.in_grid_shape, self.out_grid_shape):
             if dim in grid:
-                return Coupling.halo(self.kernel.shape[grid.index(dim)] // 2)
+                radius = self.kernel.shape[grid.index(dim)] // 2
+                return Coupling.halo(radius, periodic=self.padding_mode == "circular")
         return super().coupling(dim)
 
     def apply(self, x: jax.Array) -> jax.Array:

@@ -12,12 +12,32 @@ slabs zero-padded, see `_halo` and `_dfft`), and the operator runs leaf by leaf,
   one `all_to_all` transposes the slabs so that the dim is whole and another transformed
   dim is split (`_dfft.fft_split`); the split then moves to that dim, and later leaves
   see it split there (the output of a Cartesian SENSE operator split along `Nx` is split
-  along `Ky`).
+  along `Ky`);
+- a leaf that couples the split dim within a halo of $k$ entries (`Coupling.halo(k)`: a
+  `Convolution`) runs *itself* on each device's slab extended by $k$ entries from each
+  neighbour (`_halo.halo_extend`: wrapped around the ends of the dim when the halo is
+  periodic, zeros otherwise), and the interior $B$ entries of its output are kept. This
+  is exact for an operator shift invariant along the dim (see `jaxlinops._core._coupling`:
+  declaring the halo is all an operator does), so no per-operator code is needed; one
+  that fixes the dim's size (its arrays are indexed along it) is refused. The adjoint
+  applies the operator's adjoint to the slab zero-padded by $k$ on each side and adds the
+  halos back into the neighbours (`_halo.halo_reduce`);
+- a `Pad` or `Crop` that resizes the split dim moves its edge slabs by a slab transpose
+  there and back (`_dfft.transpose_split`): the split trades places with the largest dim
+  held whole, the split dim (now whole) is padded or cropped on each device, and the
+  split returns to it, in blocks of $\lceil N_\text{out} / D\rceil$. Its other resized
+  dims, held whole, are cropped before the transposes or padded after them (the
+  transposes then move the smaller array). Two `all_to_all`s of the slab: a direct
+  re-blocking with `ppermute`s would move less, but its sources depend on $N$, $D$ and
+  the resize in ways that need a general ragged exchange.
 
+No stage reads the padding entries of its input blocks (they may hold anything: the
+halo stages zero them, the transposes drop them, entry-by-entry leaves keep them apart).
 The leaves only declare their coupling; this module alone communicates. The adjoint runs
 the stages backwards (each local piece's adjoint, each transpose undone), and the normal
-$A^H A$ runs both in one program, with no gather in between. Other couplings (halos,
-resizes) are refused with an error naming the leaf, for now.
+$A^H A$ runs both in one program, with no gather in between. Other couplings (gridding
+onto a fixed grid, operators that sum over or reshape the split dim) are refused with an
+error naming the leaf.
 """
 
 from __future__ import annotations
@@ -31,9 +51,14 @@ from jax.sharding import Mesh, PartitionSpec
 
 from .._core import Adjoint, Chain, Coupling, Identity, NamedLinop, Tile, all_dims, dims_field
 from .._dims import Dims, axis_of, fmt
+from ..functional._pad import pad_widths
 from ..linops._fft import _ADJOINT_NORM, FFT
-from ._dfft import fft_split
+from ..linops._pad import AbstractCenterResize
+from ._dfft import fft_split, transpose_split
+from ._halo import _Layout, _valid, halo_extend, halo_reduce
 from ._tile_arrays import place, stack_tiles
+
+Shape = tuple[int, ...]
 
 
 class _Local(eqx.Module):
@@ -48,11 +73,21 @@ class _Local(eqx.Module):
         tiles = self.tiles.linop if isinstance(self.tiles, Adjoint) else Adjoint(self.tiles)
         return _Local(tiles, self.dim_out, self.dim_in)
 
-    def tile(self, arrays=None) -> NamedLinop:
-        """This device's piece (inside `shard_map`, `arrays` its blocks), or the first."""
+    def tile(self) -> NamedLinop:
+        """This device's piece (inside `shard_map`, where the arrays are its blocks)."""
         own, static = eqx.partition(self.tiles, eqx.is_array)
-        own = own if arrays is None else arrays
         return eqx.combine(jax.tree.map(lambda a: a[0], own), static)
+
+    def run(self, x: jax.Array, shape: Shape, axis: int, axis_name: str) -> jax.Array:
+        return self.tile()(x)
+
+    def out(self, shape: Shape, axis: int, devices: int, dtype) -> tuple[Shape, int]:
+        block = list(shape)
+        block[axis] = -(-shape[axis] // devices)
+        piece = self.tile()
+        local = jax.eval_shape(piece, jax.ShapeDtypeStruct(tuple(block), dtype))
+        n, axis = shape[axis], _axis(piece.oshape, self.dim_out, local.ndim)
+        return tuple(n if a == axis else s for a, s in enumerate(local.shape)), axis
 
 
 class _Transform(eqx.Module):
@@ -75,21 +110,108 @@ class _Transform(eqx.Module):
         """The transformed dims at the input and the output of this stage."""
         return _transformed(self.fft, self.inverse)
 
-    def run(self, x: jax.Array, n: int, axis_name: str) -> jax.Array:
+    def run(self, x: jax.Array, shape: Shape, axis: int, axis_name: str) -> jax.Array:
         dims_in, _ = self._grid()
-        ndim = len(dims_in)
-        first = x.ndim - ndim
-        split, trade = first + dims_in.index(self.dim_in), first + dims_in.index(self.trade)
-        sizes = tuple(n if a == split else s for a, s in enumerate(x.shape))
+        first = x.ndim - len(dims_in)
+        trade = first + dims_in.index(self.trade)
         norm = _ADJOINT_NORM[self.fft.norm] if self.inverse else self.fft.norm
         y, _ = fft_split(
-            x, tuple(range(first, x.ndim)), split, axis_name, sizes, inverse=self.inverse,
+            x, tuple(range(first, x.ndim)), axis, axis_name, shape, inverse=self.inverse,
             centered=self.fft.centered, norm=norm, out_split=trade,
         )  # fmt: skip
         return y
 
+    def out(self, shape: Shape, axis: int, devices: int, dtype) -> tuple[Shape, int]:
+        dims, _ = self._grid()
+        return shape, len(shape) - len(dims) + dims.index(self.trade)
 
-Stage = _Local | _Transform
+
+class _Halo(eqx.Module):
+    r"""A leaf coupling the split dim within a halo of `width` entries, run on each
+    device's extended slab. Forward (`reduce` False): extend by the halos, apply `leaf`,
+    keep the interior $B$ entries; adjoint (`reduce` True, `leaf` the adjoint): zero the
+    padding entries, pad by `width` zeros on each side, apply `leaf`, add the halos into
+    the neighbours. The input's padding entries are never read."""
+
+    leaf: NamedLinop
+    width: int = eqx.field(static=True)
+    periodic: bool = eqx.field(static=True)
+    dim_in: str = eqx.field(static=True)
+    dim_out: str = eqx.field(static=True)
+    reduce: bool = eqx.field(static=True)
+
+    def adjoint(self) -> _Halo:
+        return dataclasses.replace(
+            self, leaf=self.leaf.H, dim_in=self.dim_out, dim_out=self.dim_in, reduce=not self.reduce
+        )
+
+    def run(self, x: jax.Array, shape: Shape, axis: int, axis_name: str) -> jax.Array:
+        w, n = self.width, shape[axis]
+        if self.reduce:
+            x = jnp.pad(_masked(x, axis, n, axis_name), _widths(x.ndim, axis, (w, w)))
+        else:
+            x = halo_extend(x, axis, w, axis_name, n, self.periodic)
+        y = self.leaf(x)
+        out = _axis(self.leaf.oshape, self.dim_out, y.ndim)
+        if self.reduce:
+            return halo_reduce(y, out, w, axis_name, n, self.periodic)
+        return jax.lax.slice_in_dim(y, w, y.shape[out] - w, axis=out)
+
+    def out(self, shape: Shape, axis: int, devices: int, dtype) -> tuple[Shape, int]:
+        out_shape, out = _global_out(self.leaf, self.dim_out, shape, dtype)
+        if out_shape[out] != shape[axis]:
+            raise ValueError(
+                f"`create_batched_linop`: {self.leaf.name} declares a halo along "
+                f"{self.dim_in!r} but maps its {shape[axis]} entries to {out_shape[out]} "
+                f"along {self.dim_out!r}; splitting a dim by halo exchange needs an operator "
+                f"that keeps its size (shift invariant)."
+            )
+        return out_shape, out
+
+
+class _Resize(eqx.Module):
+    """A `Pad` or `Crop` resizing the split dim (`dim_in` -> `dim_out`): the split trades
+    places with the largest dim held whole, the dim is resized whole, the split returns
+    (see the module doc). Its other resized dims are cropped before, padded after."""
+
+    resize: AbstractCenterResize
+    dim_in: str = eqx.field(static=True)
+    dim_out: str = eqx.field(static=True)
+
+    def adjoint(self) -> _Resize:
+        resize = self.resize.H  # a Pad's adjoint is a Crop, and back
+        assert isinstance(resize, AbstractCenterResize)
+        return _Resize(resize, self.dim_out, self.dim_in)
+
+    def run(self, x: jax.Array, shape: Shape, axis: int, axis_name: str) -> jax.Array:
+        r = self.resize
+        first = x.ndim - len(r.in_size)
+        sizes = dict(enumerate(zip(r.in_size, r.out_size), start=first))
+        n_in, n_out = sizes.pop(axis)
+        if n_in == n_out:  # only whole dims change size
+            return _resize(x, sizes)
+        grows = n_out > n_in  # a Pad grows every dim, a Crop shrinks every dim
+        if not grows:
+            x = _resize(x, sizes)
+        whole = [a for a in range(x.ndim) if a != axis]
+        if not whole:
+            raise ValueError(
+                f"`create_batched_linop`: {r.name} resizes the split dim {self.dim_in!r} of "
+                f"a 1-D array; moving its slabs needs a second dim held whole to trade places "
+                f"with (split a batch of at least one more dim, or do not split this dim)."
+            )
+        trade = max(whole, key=lambda a: x.shape[a])
+        size = x.shape[trade]
+        x = transpose_split(x, axis, trade, axis_name, _with(x.shape, axis, n_in))
+        x = _resize(x, {axis: (n_in, n_out)})
+        x = transpose_split(x, trade, axis, axis_name, _with(x.shape, trade, size))
+        return _resize(x, sizes) if grows else x
+
+    def out(self, shape: Shape, axis: int, devices: int, dtype) -> tuple[Shape, int]:
+        return _global_out(self.resize, self.dim_out, shape, dtype)
+
+
+Stage = _Local | _Transform | _Halo | _Resize
 
 
 class GridSplitLinop(NamedLinop):
@@ -148,18 +270,14 @@ class GridSplitLinop(NamedLinop):
         shapes = self._shapes(x)
         first = _axis(self.ishape, self.stages[0].dim_in, x.ndim)
         x = _pad(x, first, devices)
-        arrays = tuple(s.tiles if isinstance(s, _Local) else None for s in self.stages)
-        arrays, static = eqx.partition(arrays, eqx.is_array)
-        specs = jax.tree.map(lambda a: PartitionSpec(self.axis if a.shape[0] > 1 else None), arrays)
+        arrays, static = eqx.partition(self.stages, eqx.is_array)
+        specs = tuple(_specs(s, a, self.axis) for s, a in zip(self.stages, arrays))
         out_shape, out_axis = shapes[-1]
 
         def body(arrays, block):
-            pieces = eqx.combine(arrays, static)
-            for stage, piece, (shape, axis) in zip(self.stages, pieces, shapes):
-                if isinstance(stage, _Local):
-                    block = stage.tile(eqx.filter(piece, eqx.is_array))(block)
-                else:
-                    block = stage.run(block, shape[axis], self.axis)
+            stages = eqx.combine(arrays, static)
+            for stage, (shape, axis) in zip(stages, shapes):
+                block = stage.run(block, shape, axis, self.axis)
             return block
 
         y = jax.shard_map(
@@ -170,24 +288,15 @@ class GridSplitLinop(NamedLinop):
         )(arrays, x)
         return jax.lax.slice_in_dim(y, 0, out_shape[out_axis], axis=out_axis)
 
-    def _shapes(self, x: jax.Array) -> list[tuple[tuple[int, ...], int]]:
+    def _shapes(self, x: jax.Array) -> list[tuple[Shape, int]]:
         """The global (unpadded) shape at the input of each stage and the axis split there,
-        then the output's (traced shapes only: one piece per stage is evaluated)."""
+        then the output's (traced shapes only)."""
         devices = self.mesh.devices.size
         shape, axis = tuple(x.shape), _axis(self.ishape, self.stages[0].dim_in, x.ndim)
         out = []
         for stage in self.stages:
             out.append((shape, axis))
-            if isinstance(stage, _Transform):
-                dims, _ = stage._grid()
-                axis = len(shape) - len(dims) + dims.index(stage.trade)
-                continue
-            block = list(shape)
-            block[axis] = -(-shape[axis] // devices)
-            piece = stage.tile()
-            local = jax.eval_shape(piece, jax.ShapeDtypeStruct(tuple(block), x.dtype))
-            n, axis = shape[axis], _axis(piece.oshape, stage.dim_out, local.ndim)
-            shape = tuple(n if a == axis else s for a, s in enumerate(local.shape))
+            shape, axis = stage.out(shape, axis, devices, x.dtype)
         out.append((shape, axis))
         return out
 
@@ -215,6 +324,15 @@ def grid_split(A: NamedLinop, dim: str, size: int, mesh: Mesh) -> GridSplitLinop
             stages.append(_Transform(fft, inverse, split, trade, dims_out[dims_in.index(trade)]))
             split, n = stages[-1].dim_out, _size_of(A, trade, dims_in, dims_out)
             continue
+        if isinstance(leaf, AbstractCenterResize) and split in leaf.in_shape:
+            i = leaf.in_shape.index(split)
+            stages.append(_Resize(leaf, split, leaf.out_shape[i]))
+            split, n = leaf.out_shape[i], leaf.out_size[i]
+            continue
+        if split in all_dims(leaf) and leaf.coupling(split).kind == "halo":
+            stages.append(_halo(leaf, split, n, devices, mesh))
+            split = stages[-1].dim_out
+            continue
         stages.append(_local(leaf, split, n, devices, mesh))
     return GridSplitLinop(
         stages=tuple(stages), ishape=A.ishape, oshape=A.oshape, sizes=_sizes(A), mesh=mesh
@@ -233,7 +351,8 @@ def _local(leaf: NamedLinop, split: str, n: int, devices: int, mesh: Mesh) -> _L
         raise ValueError(
             f"`create_batched_linop`: {leaf.name} ({fmt(leaf.ishape)} -> {fmt(leaf.oshape)}) "
             f"{what}: splitting the grid dim {split!r} across devices does not cover it yet "
-            f"(entry-by-entry operators and FFTs do)."
+            f"(entry-by-entry operators, FFTs, Pad, Crop and shift-invariant halo operators "
+            f"such as Convolution do)."
         )
     block = -(-n // devices)
     padded = {split: n} if block * devices != n else {}
@@ -246,6 +365,36 @@ def _local(leaf: NamedLinop, split: str, n: int, devices: int, mesh: Mesh) -> _L
             f"structure, so they cannot run as one program."
         )
     return _Local(place(tiles, mesh, (next(iter(mesh.shape)),)), split, split)
+
+
+def _halo(leaf: NamedLinop, split: str, n: int, devices: int, mesh: Mesh) -> _Halo:
+    """The stage of a leaf that couples the split dim within a halo (see
+    `jaxlinops._core._coupling` for the rule), or a ValueError naming what it lacks."""
+    coupling = leaf.coupling(split)
+    where = f"`create_batched_linop`: {leaf.name} ({fmt(leaf.ishape)} -> {fmt(leaf.oshape)})"
+    if leaf.size(split) is not None:
+        raise ValueError(
+            f"{where} couples the grid dim {split!r} within {coupling} but fixes its size "
+            f"({leaf.size(split)}): its arrays are indexed along it, so it cannot run on an "
+            f"extended slab (only shift-invariant halo operators such as Convolution can)."
+        )
+    if split not in leaf.ishape or len(leaf.ishape) != len(leaf.oshape):
+        raise ValueError(
+            f"{where} couples the grid dim {split!r} within {coupling} but does not map it "
+            f"position by position to its output; splitting it by halo exchange needs that."
+        )
+    lay = _Layout(n, devices, coupling.width, coupling.periodic)
+    limit = lay.last if coupling.periodic else lay.block
+    if coupling.width > limit:
+        raise ValueError(
+            f"{where} couples the grid dim {split!r} within {coupling}, more than the "
+            f"{limit} entries each halo can take from one neighbour ({n} entries over "
+            f"{devices} devices: slabs of {lay.block}, the last with {lay.last}); split "
+            f"over fewer devices."
+        )
+    dim_out = leaf.oshape[leaf.ishape.index(split)]
+    leaf = place(leaf, mesh, ())
+    return _Halo(leaf, coupling.width, coupling.periodic, split, dim_out, reduce=False)
 
 
 def _fft_of(leaf: NamedLinop) -> tuple[FFT | None, bool]:
@@ -283,6 +432,49 @@ def _axis(shape: Dims, dim: str, ndim: int) -> int:
     return axis + ndim if axis < 0 else axis
 
 
+def _specs(stage: Stage, arrays, name: str):
+    """The `shard_map` specs of a stage's arrays: a `_Local`'s split along their leading
+    (device) axis where it has one entry per device; the others' replicated."""
+    if isinstance(stage, _Local):
+        return jax.tree.map(lambda a: PartitionSpec(name if a.shape[0] > 1 else None), arrays)
+    return jax.tree.map(lambda a: PartitionSpec(), arrays)
+
+
+def _global_out(leaf: NamedLinop, dim: str, shape: Shape, dtype) -> tuple[Shape, int]:
+    """The output shape of `leaf` on the whole (unsplit) input `shape`, and the axis of
+    `dim` there."""
+    out = jax.eval_shape(leaf, jax.ShapeDtypeStruct(shape, dtype))
+    return tuple(out.shape), _axis(leaf.oshape, dim, out.ndim)
+
+
+def _masked(x: jax.Array, axis: int, n: int, axis_name: str) -> jax.Array:
+    """This device's block of a dim of `n` entries split along `axis`, its padding zero."""
+    lay = _Layout(n, jax.lax.axis_size(axis_name), 0, False)
+    return _valid(x, axis, lay, jax.lax.axis_index(axis_name))
+
+
+def _resize(x: jax.Array, sizes: dict[int, tuple[int, int]]) -> jax.Array:
+    """`x` centered-padded or cropped along each axis `a` of `sizes` from `sizes[a][0]`
+    entries to `sizes[a][1]` (as `center_pad` and `center_crop`)."""
+    for a, (n_in, n_out) in sizes.items():
+        ((before, after),) = pad_widths((min(n_in, n_out),), (max(n_in, n_out),))
+        if n_out >= n_in:
+            x = jnp.pad(x, _widths(x.ndim, a, (before, after)))
+        else:
+            x = jax.lax.slice_in_dim(x, before, before + n_out, axis=a)
+    return x
+
+
+def _widths(ndim: int, axis: int, width: tuple[int, int]) -> list[tuple[int, int]]:
+    """`jnp.pad` widths: `width` along `axis`, none elsewhere."""
+    return [width if a == axis else (0, 0) for a in range(ndim)]
+
+
+def _with(shape: Shape, axis: int, n: int) -> Shape:
+    """`shape` with `n` entries along `axis`."""
+    return tuple(n if a == axis else s for a, s in enumerate(shape))
+
+
 def _spec(ndim: int, axis: int, name: str) -> PartitionSpec:
     return PartitionSpec(*(name if a == axis else None for a in range(ndim)))
 
@@ -291,8 +483,4 @@ def _pad(x: jax.Array, axis: int, devices: int) -> jax.Array:
     """`x` zero-padded at the end of `axis` to a multiple of `devices` blocks."""
     n = x.shape[axis]
     extra = -(-n // devices) * devices - n
-    if not extra:
-        return x
-    widths = [(0, 0)] * x.ndim
-    widths[axis] = (0, extra)
-    return jnp.pad(x, widths)
+    return jnp.pad(x, _widths(x.ndim, axis, (0, extra))) if extra else x

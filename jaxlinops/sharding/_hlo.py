@@ -32,6 +32,9 @@ _INSTRUCTION = re.compile(
 _ARRAY = re.compile(r"\b(?P<dtype>[a-z]+\d*)\[(?P<dims>[\d,]*)\]")
 _GROUPS_LIST = re.compile(r"replica_groups=\{\{(?P<first>[\d,]*)\}")
 _GROUPS_IOTA = re.compile(r"replica_groups=\[(?P<shape>[\d,]+)\]<=")
+# newer XLA: replica_groups=mesh['a'=4,'b'=2] {'a'} (the groups run over the listed axes)
+_GROUPS_MESH = re.compile(r"replica_groups=mesh\[(?P<mesh>[^\]]*)\]\s*\{(?P<axes>[^}]*)\}")
+_MESH_AXIS = re.compile(r"'(?P<name>[^']+)'=(?P<size>\d+)")
 DTYPE_BYTES = {
     "pred": 1, "s8": 1, "u8": 1, "s16": 2, "u16": 2, "f16": 2, "bf16": 2, "s32": 4, "u32": 4,
     "f32": 4, "s64": 8, "u64": 8, "f64": 8, "c64": 8, "c128": 16,
@@ -75,4 +78,9 @@ def _group_size(attributes: str, devices: int) -> int:
     iota = _GROUPS_IOTA.search(attributes)
     if iota is not None:
         return int(iota["shape"].split(",")[-1])
+    mesh = _GROUPS_MESH.search(attributes)
+    if mesh is not None:
+        sizes = {m["name"]: int(m["size"]) for m in _MESH_AXIS.finditer(mesh["mesh"])}
+        axes = re.findall(r"'([^']+)'", mesh["axes"])
+        return math.prod(sizes[a] for a in axes)
     return devices
