@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+
+import jaxlinops
+from jaxlinops import NamedLinop
+
+PACKAGE = Path(jaxlinops.__file__).resolve().parent
 
 DTYPES = (jnp.float32, jnp.float64, jnp.complex64, jnp.complex128)
 
@@ -67,3 +73,28 @@ def assert_close(got, want, dtype, factor: float = 1.0):
     scale = max(float(np.max(np.abs(want), initial=0.0)), 1e-30)
     err = float(np.max(np.abs(got - want), initial=0.0))
     assert err <= factor * rtol(dtype) * scale, f"max error {err:.3e} vs scale {scale:.3e}"
+
+
+def operators_in(op) -> list:
+    """`op` and every operator inside it (children of containers, chains, adjoints...)."""
+    found = [op]
+    for child in jax.tree.leaves(op, is_leaf=lambda o: o is not op and isinstance(o, NamedLinop)):
+        if isinstance(child, NamedLinop):
+            found += operators_in(child)
+    return found
+
+
+def assert_refusal(error: BaseException, op, dim: str, what: str = "split") -> None:
+    """`error` is a clear refusal to split `op` along `dim`: a ValueError raised from
+    jaxlinops' own code (not from inside JAX), whose message names the dim (quoted) and
+    the operator (its name or that of an operator inside it)."""
+    message = f"[{what} along {dim}] {type(error).__name__}: {error}"
+    assert isinstance(error, ValueError), f"not a ValueError: {message}"
+    tb = error.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    origin = Path(tb.tb_frame.f_code.co_filename if tb is not None else "?").resolve()
+    assert origin.is_relative_to(PACKAGE), f"raised from {origin}: {message}"
+    assert f"'{dim}'" in str(error), f"the refusal does not name the dim: {message}"
+    names = {n for o in operators_in(op) for n in (o.name, type(o).__name__)}
+    assert any(n in str(error) for n in names), f"the refusal names no operator: {message}"

@@ -10,10 +10,12 @@ in float32 and complex128:
 - `jit` gives the eager results;
 - a tile `split(A, {d: slice})` along a dim `d` drawn from all of the operator's dims
   (input-only, output-only, shared and internal) equals the block $Q A P^T$ (computed
-  from the unsplit operator, the input slice embedded in zeros), or the tiles along an
-  internal dim sum to `A`; `create_batched_linop` along `d` equals `A` (forward,
-  adjoint and normal; ragged tiles included). Either may
-  instead refuse with a ValueError naming `d` — never give another shape or value.
+  from the unsplit operator, the input slice embedded in zeros), forward, adjoint and
+  normal, or the tiles along an internal dim sum to `A`; `create_batched_linop` along
+  `d` (on one device, or across 2 or 3, where a grid dim is split by domain
+  decomposition) equals `A` (forward, adjoint and normal; ragged tiles included). Either
+  may instead refuse with a ValueError from jaxlinops naming the operator and `d` —
+  never give another shape or value, nor an error from inside JAX.
 
 CI runs a few examples per property (profile "ci", deterministic); set
 `JAXLINOPS_HYPOTHESIS_EXAMPLES=500` to run more, with fresh random draws.
@@ -27,7 +29,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from helpers import assert_close
+from helpers import assert_close, assert_refusal
 from hypothesis import HealthCheck, Phase, given, settings, strategies as st
 
 import jaxlinops as jl
@@ -106,10 +108,20 @@ def dense(g, dims, shape):
 
 
 def fft(g, dims, shape):
+    """Over the last one or two dims (two: a grid a distributed FFT can split)."""
+    ndim = g(st.integers(1, min(2, len(dims))), "fft dims")
     norm = g(st.sampled_from(["ortho", "backward", "forward"]), "norm")
     centered = g(st.booleans(), "centered")
-    grids = (dims[-1:], (g.fresh(),))
-    return jl.FFT(1, batch_shape=dims[:-1], grid_shapes=grids, norm=norm, centered=centered)
+    grids = (dims[-ndim:], tuple(g.fresh() for _ in range(ndim)))
+    return jl.FFT(ndim, batch_shape=dims[:-ndim], grid_shapes=grids, norm=norm, centered=centered)
+
+
+def pad_or_crop(g, dims, shape):
+    """`Pad` or `Crop` (centred) of the last dim to a drawn length."""
+    n = shape[-1]
+    m = g(st.integers(1, n + 2), "length")
+    kind = jl.Crop if m <= n else jl.Pad
+    return kind((m,), (n,), dims[-1:], (g.fresh(),), dims[:-1])
 
 
 def truncate_or_pad(g, dims, shape):
@@ -159,6 +171,7 @@ BASE = [
     dense,
     fft,
     truncate_or_pad,
+    pad_or_crop,
     repeat,
     sum_reduce,
     sampling,
@@ -267,11 +280,6 @@ def dim_sizes_of(A, x, y) -> dict[str, int]:
     return sizes
 
 
-def refused(error: ValueError, d: str) -> None:
-    """A refusal must name the dim."""
-    assert f"'{d}'" in str(error), f"the refusal does not name dim {d!r}: {error}"
-
-
 def at(shape, ndim: int, d: str, part: slice) -> tuple:
     return tuple(part if e == d else slice(None) for e in shape) if d in shape else (...,)
 
@@ -292,24 +300,28 @@ def test_split_and_batched_reassemble(dtype, data):
     try:
         tile = jl.split(A, {d: part})
     except ValueError as e:
-        refused(e, d)
+        assert_refusal(e, A, d)
     else:
         if d in A.ishape or d in A.oshape:
             at_in, at_out = at(A.ishape, x.ndim, d, part), at(A.oshape, y.ndim, d, part)
-            want = A(jnp.zeros_like(x).at[at_in].set(x[at_in]))[at_out]
-            assert_close(tile(x[at_in]), want, dtype, FACTOR)
+            Ax = A(jnp.zeros_like(x).at[at_in].set(x[at_in]))
+            assert_close(tile(x[at_in]), Ax[at_out], dtype, FACTOR)
             want = A.H(jnp.zeros_like(y).at[at_out].set(y[at_out]))[at_in]
             assert_close(tile.H(y[at_out]), want, dtype, FACTOR)
+            # the tile's normal P A^H Q^T Q A P^T
+            want = A.H(jnp.zeros_like(Ax).at[at_out].set(Ax[at_out]))[at_in]
+            assert_close(tile.N(x[at_in]), want, dtype, FACTOR)
         else:  # an internal dim: the tiles of a partition sum to A
             parts = [s for s in (slice(0, start), part, slice(start + k, n)) if s.stop > s.start]
             tiles = [jl.split(A, {d: s}) for s in parts]
             assert_close(sum(t(x) for t in tiles), A(x), dtype, FACTOR)
             assert_close(sum(t.H(y) for t in tiles), A.H(y), dtype, FACTOR)
-    devices = jax.devices()[:2] if g(st.booleans(), "devices") else None
+    count = g(st.sampled_from([None, 2, 3]), "devices")
+    devices = jax.devices()[:count] if count else None
     try:
         B = jl.create_batched_linop(A, jl.BatchSpec({d: k}, device_matrix=devices))
     except ValueError as e:
-        refused(e, d)
+        assert_refusal(e, A, d, f"batched over {count} devices")
         return
     assert_close(B(x), A(x), dtype, FACTOR)
     assert_close(B.H(y), A.H(y), dtype, FACTOR)
@@ -361,6 +373,19 @@ def test_batched_along_a_dim_the_operator_mixes():
     try:
         B = jl.create_batched_linop(K, jl.BatchSpec({"N": 2}))
     except ValueError as e:
-        refused(e, "N")
+        assert_refusal(e, K, "N")
         return
     assert_close(B(x), K(x), jnp.float64)
+
+
+def test_batched_normal_along_an_output_dim_named_like_the_normals_renaming():
+    """Found by `test_split_and_batched_reassemble` (150 examples): `A` batched along its
+    output-only dim `D3` (3 tiles on 2 devices: one all-padding); the tiles' normals
+    rename their input `D1` to a fresh name that is `D3`, the batched dim."""
+    rng = np.random.default_rng(0)
+    A = jl.Repeat({"D3": 3}, "D2", "D2 D3") @ jl.Dense(
+        rng.standard_normal((3, 3)), "D2 D1", "D1", "D2"
+    )
+    B = jl.create_batched_linop(A, jl.BatchSpec({"D3": 1}, device_matrix=jax.devices()[:2]))
+    x = jnp.asarray(rng.standard_normal(3))
+    assert_close(B.N(x), A.H(A(x)), jnp.float64)

@@ -37,11 +37,13 @@ from .._core import (
     as_tile,
     children_coupling,
     dims_field,
+    normal_oshape,
     normal_renaming,
     stacked_field,
     take,
     tile_grid,
     tile_length,
+    with_oshape,
 )
 from .._dims import ELLIPSIS, Dims, axis_of
 from ._log import log_application
@@ -131,7 +133,10 @@ class BatchedLinop(NamedLinop):
             if inner is not None and not isinstance(inner, Diagonal):
                 return None
             inners = [_with_valid(i, tile, self.oshape) for i, tile in zip(inners, plan)]
-        normals = [t.normal(i) for t, i in zip(tiles, inners)]
+        # each tile's normal in the batched normal's output dims (a tile picks fresh names
+        # knowing only its own dims, and may pick a batched dim's)
+        out = normal_oshape(self, None if inner is None else inner.oshape)
+        normals = [with_oshape(t.normal(i), out) for t, i in zip(tiles, inners)]
         stacked = stack_tiles(normals, self.grid())
         if stacked is None:
             stacked = place(tuple(normals), self.mesh, ())
@@ -140,7 +145,6 @@ class BatchedLinop(NamedLinop):
         renaming = normal_renaming(self, None if inner is None else inner.oshape)
         sizes = dict(self.sizes)
         sizes = {**sizes, **{renaming[d]: n for d, n in sizes.items() if d in self.ishape}}
-        out = normals[0].oshape
         keep = set(self.ishape) | set(out)
         return dataclasses.replace(
             self,

@@ -260,9 +260,11 @@ class GridSplitLinop(NamedLinop):
         return dataclasses.replace(self, stages=self.stages + back, oshape=self.ishape)
 
     def split(self, tile) -> NamedLinop:
+        dims = ", ".join(repr(d) for d in tile)
         raise ValueError(
-            f"`{self.name}` is split across its devices already; split the operator before "
-            f"building it (a list of BatchSpecs nests splits)."
+            f"`{self.name}` cannot be split along dim(s) {dims}: it is split across its "
+            f"devices already; split the operator before building it (a list of BatchSpecs "
+            f"nests splits)."
         )
 
     def apply(self, x: jax.Array) -> jax.Array:
@@ -304,39 +306,50 @@ class GridSplitLinop(NamedLinop):
 def grid_split(A: NamedLinop, dim: str, size: int, mesh: Mesh) -> GridSplitLinop:
     """`A` split along `dim` (of `size` entries) across the one axis of `mesh`: its leaves
     (a Chain's, in order) become stages; a ValueError names a leaf whose coupling of the
-    split dim this cannot do yet."""
+    split dim this cannot do yet, and the dim asked for."""
     devices = mesh.devices.size
     stages, split, n = [], dim, size
     for leaf in A.flatten() if isinstance(A, Chain) else (A,):
-        if isinstance(leaf, Identity):  # a renaming, position by position
-            split = leaf.oshape[leaf.ishape.index(split)]
-            continue
-        fft, inverse = _fft_of(leaf)
-        if fft is not None and split in (fft.dual_shape if inverse else fft.primal_shape):
-            dims_in, dims_out = _transformed(fft, inverse)
-            others = [d for d in dims_in if d != split]
-            if not others:
-                raise ValueError(
-                    f"`create_batched_linop`: {leaf.name} transforms only the split dim "
-                    f"{split!r}; a distributed FFT needs a second transformed dim to trade with."
-                )
-            trade = others[0]
-            stages.append(_Transform(fft, inverse, split, trade, dims_out[dims_in.index(trade)]))
-            split, n = stages[-1].dim_out, _size_of(A, trade, dims_in, dims_out)
-            continue
-        if isinstance(leaf, AbstractCenterResize) and split in leaf.in_shape:
-            i = leaf.in_shape.index(split)
-            stages.append(_Resize(leaf, split, leaf.out_shape[i]))
-            split, n = leaf.out_shape[i], leaf.out_size[i]
-            continue
-        if split in all_dims(leaf) and leaf.coupling(split).kind == "halo":
-            stages.append(_halo(leaf, split, n, devices, mesh))
-            split = stages[-1].dim_out
-            continue
-        stages.append(_local(leaf, split, n, devices, mesh))
+        try:
+            split, n = _add_stage(stages, A, leaf, split, n, devices, mesh)
+        except ValueError as error:
+            if split == dim:
+                raise
+            raise ValueError(
+                f"{error} (splitting along the grid dim {dim!r}, which the operators before "
+                f"{leaf.name} move to {split!r})"
+            ) from None
     return GridSplitLinop(
         stages=tuple(stages), ishape=A.ishape, oshape=A.oshape, sizes=_sizes(A), mesh=mesh
     )
+
+
+def _add_stage(stages: list, A, leaf, split: str, n: int, devices: int, mesh: Mesh):
+    """Append the stage of `leaf` (at split dim `split` of `n` entries) to `stages`; return
+    where the split is after it: its dim and size."""
+    if isinstance(leaf, Identity):  # a renaming, position by position
+        return leaf.oshape[leaf.ishape.index(split)], n
+    fft, inverse = _fft_of(leaf)
+    if fft is not None and split in (fft.dual_shape if inverse else fft.primal_shape):
+        dims_in, dims_out = _transformed(fft, inverse)
+        others = [d for d in dims_in if d != split]
+        if not others:
+            raise ValueError(
+                f"`create_batched_linop`: {leaf.name} transforms only the split dim "
+                f"{split!r}; a distributed FFT needs a second transformed dim to trade with."
+            )
+        trade = others[0]
+        stages.append(_Transform(fft, inverse, split, trade, dims_out[dims_in.index(trade)]))
+        return stages[-1].dim_out, _size_of(A, trade, dims_in, dims_out)
+    if isinstance(leaf, AbstractCenterResize) and split in leaf.in_shape:
+        i = leaf.in_shape.index(split)
+        stages.append(_Resize(leaf, split, leaf.out_shape[i]))
+        return leaf.out_shape[i], leaf.out_size[i]
+    if split in all_dims(leaf) and leaf.coupling(split).kind == "halo":
+        stages.append(_halo(leaf, split, n, devices, mesh))
+        return stages[-1].dim_out, n
+    stages.append(_local(leaf, split, n, devices, mesh))
+    return split, n
 
 
 def _local(leaf: NamedLinop, split: str, n: int, devices: int, mesh: Mesh) -> _Local:
