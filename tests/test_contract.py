@@ -337,12 +337,6 @@ KNOWN_BATCHED_BUGS = {
         "k)), 'C R', 'R', 'C R') for k in (3, 3, 1)), idim='R', odim='R'), "
         "jl.BatchSpec({'R': 2}))(jnp.ones(7)) raises `Dense` expected dim 'R' of size 1"
     ),
-    **dict.fromkeys(
-        [("sampling_normal", "Nx"), ("sampling_normal", "Ny")],
-        "a grid split through a renaming (Sampling.N ends in ShapeSpec Nx -> Nx1) loses the "
-        "split dim: jl.create_batched_linop(S.N, jl.BatchSpec({'Nx': 2}, "
-        "device_matrix=jax.devices()[:2]))(x) raises tuple.index(x): x not in tuple",
-    ),
 }
 
 

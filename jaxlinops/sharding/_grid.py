@@ -211,7 +211,24 @@ class _Resize(eqx.Module):
         return _global_out(self.resize, self.dim_out, shape, dtype)
 
 
-Stage = _Local | _Transform | _Halo | _Resize
+class _Rename(eqx.Module):
+    """A renaming of the dims (an `Identity` between different dims): the split dim
+    `dim_in` is called `dim_out` from here on; the data does not move."""
+
+    dim_in: str = eqx.field(static=True)
+    dim_out: str = eqx.field(static=True)
+
+    def adjoint(self) -> _Rename:
+        return _Rename(self.dim_out, self.dim_in)
+
+    def run(self, x: jax.Array, shape: Shape, axis: int, axis_name: str) -> jax.Array:
+        return x
+
+    def out(self, shape: Shape, axis: int, devices: int, dtype) -> tuple[Shape, int]:
+        return shape, axis
+
+
+Stage = _Local | _Transform | _Halo | _Resize | _Rename
 
 
 class GridSplitLinop(NamedLinop):
@@ -328,7 +345,8 @@ def _add_stage(stages: list, A, leaf, split: str, n: int, devices: int, mesh: Me
     """Append the stage of `leaf` (at split dim `split` of `n` entries) to `stages`; return
     where the split is after it: its dim and size."""
     if isinstance(leaf, Identity):  # a renaming, position by position
-        return leaf.oshape[leaf.ishape.index(split)], n
+        stages.append(_Rename(split, leaf.oshape[leaf.ishape.index(split)]))
+        return stages[-1].dim_out, n
     fft, inverse = _fft_of(leaf)
     if fft is not None and split in (fft.dual_shape if inverse else fft.primal_shape):
         dims_in, dims_out = _transformed(fft, inverse)
