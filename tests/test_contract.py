@@ -330,14 +330,7 @@ RUN = jax.jit(lambda B, v, w: (B(v), B.H(w), B.N(v)))
 
 # (factory, dim) -> the bug that makes batching along it fail today. The test fails when
 # one of these passes (as a strict xfail): remove it from here then.
-KNOWN_BATCHED_BUGS = {
-    ("batched_nested", "R"): (
-        "a padded tile of a Dense whose weight has size 1 along the tiled dim keeps size 1 "
-        "(read as broadcasting): jl.create_batched_linop(jl.Concat(*(jl.Dense(jnp.ones((2, "
-        "k)), 'C R', 'R', 'C R') for k in (3, 3, 1)), idim='R', odim='R'), "
-        "jl.BatchSpec({'R': 2}))(jnp.ones(7)) raises `Dense` expected dim 'R' of size 1"
-    ),
-}
+KNOWN_BATCHED_BUGS: dict = {}
 
 
 def batched_outcome(A, d: str, n: int | None, devices: int, x, y, want) -> str:

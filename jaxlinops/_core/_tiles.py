@@ -145,7 +145,8 @@ def slice_arrays(
     for where, axes in arrays:
         array = where(op)
         for axis, (d, n) in enumerate(zip(axes, array.shape)):
-            if d is not None and d in tile and n != 1:
+            # a size-1 axis broadcasts, unless the operator fixes the dim at size 1
+            if d is not None and d in tile and (n != 1 or op.size(d) == 1):
                 array = take(array, axis, tile[d], d in tile.padded)
                 indexed.add(d)
         out = eqx.tree_at(where, out, array)

@@ -220,6 +220,22 @@ def check_sized(A: NamedLinop, d: str, what: str) -> None:
             )
 
 
+def _check_not_nested(A: NamedLinop, tile: NamedLinop, dims: tuple[str, ...]) -> None:
+    """Raise a ValueError when a tile that would run across devices runs across devices
+    itself (an operator batched across devices, split along another dim): device meshes
+    do not nest."""
+    batched = (BatchedLinop, GridSplitLinop)
+    inside = jax.tree.leaves(tile, is_leaf=lambda o: isinstance(o, batched))
+    meshed = [op for op in inside if isinstance(op, batched) and op.mesh is not None]
+    if meshed:
+        raise ValueError(
+            f"`create_batched_linop`: {A.name} cannot be split along {dims} across devices: "
+            f"its tiles hold {meshed[0].name}, which runs across devices already (device "
+            f"meshes do not nest). Batch it along those dims without a device matrix, or "
+            f"split the unbatched operator along all the dims in one BatchSpec."
+        )
+
+
 def build(
     A: NamedLinop,
     tiles: dict[str, int],
@@ -243,6 +259,8 @@ def build(
     for _, tile in iterate(plan, f"create_batched_linop: tiles of {A.name}", progress):
         tile = A.split(tile)
         grid.append(inner(tile) if inner is not None else tile)
+    if mesh is not None:
+        _check_not_nested(A, grid[0], tuple(tiles))
     tiles_op = stack_tiles(grid, tuple(counts))
     if tiles_op is None:
         tiles_op = place(tuple(grid), mesh, ())
