@@ -16,8 +16,12 @@ Two problems, each split for each device count $D$ (`device_matrix=jax.devices()
    slab `s`, so each device of a grid split holds exactly the same slab whatever $D$ (a
    cube $N^3$ with $N^3 / D$ constant would need sizes that are not integers); the coil
    split runs the same growing problem.
-2. **Radial SENSE NUFFT** (8 coils, 256², 64 spokes × 512 readouts, Toeplitz normal):
-   forward, adjoint and normal, split by coils (`{"C": 1}`) and by the grid (`{"Nx": ...}`).
+2. **SENSE NUFFT** (8 coils; radial 2-D, 256², 64 spokes × 512 readouts, and 3-D, 32³ at
+   16,384 random points; `backend="jax"`, Toeplitz normal): forward, adjoint and normal,
+   split by coils (`{"C": 1}`) and by the grid (`{"Nx": ...}`: the points bucketed by
+   slab). After each, the issue's targets at the largest device count: the grid-split
+   Toeplitz normal's peak per device over one device's, and the grid split's time per
+   point over the coil split's.
 
 Each compiled program gives:
 
@@ -73,7 +77,7 @@ except ImportError:  # run from a checkout without installing it
 
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
-from cases import fft_flops, sense_maps  # noqa: E402
+from cases import fft_flops  # noqa: E402
 from harness import machine_info  # noqa: E402
 from jax.sharding import NamedSharding, PartitionSpec  # noqa: E402
 
@@ -149,14 +153,17 @@ def split(A, how: str, count: int, devices):
 # --------------------------------------------------------------------------- CG-SENSE
 def cartesian_sense(rng, coils: int, shape: tuple[int, ...]):
     """mask @ centered 3-D FFT @ coil maps: (Nx, Ny, Nz) -> (C, Kx, Ky, Kz), complex64."""
+    maps = maps_op(rng, coils, shape)
+    mask = jnp.asarray(rng.random(shape) < 0.3, jnp.float32)
+    return jl.Diagonal(mask, ("C", *KSPACE), "C") @ jl.FFT(3, "C", centered=True) @ maps
+
+
+def maps_op(rng, coils: int, shape: tuple[int, ...]):
+    """Random coil maps normalised to a sum of squares of 1: `(N...) -> (C, N...)`."""
     maps = rng.standard_normal((coils, *shape)) + 1j * rng.standard_normal((coils, *shape))
     maps = (maps / np.sqrt(np.sum(np.abs(maps) ** 2, axis=0))).astype(np.complex64)
-    mask = jnp.asarray(rng.random(shape) < 0.3, jnp.float32)
-    return (
-        jl.Diagonal(mask, ("C", *KSPACE), "C")
-        @ jl.FFT(3, "C", centered=True)
-        @ jl.Dense(maps, ("C", *GRID), GRID, ("C", *GRID))
-    )
+    grid = GRID[: len(shape)]
+    return jl.Dense(maps, ("C", *grid), grid, ("C", *grid))
 
 
 def fft_stages(op) -> int:
@@ -361,17 +368,35 @@ def cost_model(args, cg: dict) -> dict:
 
 # --------------------------------------------------------------------------- NUFFT
 def nufft_sense(args, counts, devices) -> dict:
+    """The radial 2-D SENSE NUFFT and a 3-D one (random points), each split by coils and
+    by the grid: the tables, and the targets' figures at the largest device count."""
     rng = np.random.default_rng(0)
     n, coils = args.n, args.coils
-    locs = radial_trajectory(n, args.spokes, 2 * n)
-    A = jl.NUFFT(locs, (n, n), "S R", batch_shape="C", oversamp=2.0, width=6.0, toeplitz=True)
-    A = A @ jl.Dense(sense_maps(rng, coils, n), "C Nx Ny", "Nx Ny", "C Nx Ny")
-    image = np.asarray(rng.standard_normal((n, n)), np.complex64)
-    kspace = np.asarray(A(image))
-    print(f"\nRadial SENSE NUFFT, {coils} coils, {n}x{n}, {locs.shape[0]}x{locs.shape[1]} "
-          "points, Toeplitz normal")  # fmt: skip
+    radial = radial_trajectory(n, args.spokes, 2 * n)
+    m = args.n3nufft
+    points = rng.uniform(-m / 2, m / 2, (args.points3, 3)).astype(np.float32)
+    cases = {
+        "2d": (radial, (n, n), "S R", dict(oversamp=2.0, width=6.0)),
+        "3d": (points, (m, m, m), "R", {}),
+    }
+    results = {}
+    for name, (locs, grid, dims, options) in cases.items():
+        F = jl.NUFFT(locs, grid, dims, batch_shape="C", backend="jax", toeplitz=True, **options)
+        A = F @ maps_op(rng, coils, grid)
+        image = np.asarray(rng.standard_normal(grid), np.complex64)
+        where = "x".join(map(str, grid))
+        print(f"\n{name.upper()} SENSE NUFFT, {coils} coils, {where}, "
+              f"{math.prod(locs.shape[:-1])} points, Toeplitz normal")  # fmt: skip
+        results[name] = nufft_rows(A, image, counts, devices, args.runs)
+        print(nufft_targets(results[name], max(counts)))
+    return results
+
+
+def nufft_rows(A, image, counts, devices, runs: int) -> dict:
+    """Forward, adjoint and normal of `A`, split by coils and by the grid at each count."""
     head = ("| direction | split | D | args MiB | out MiB | temp MiB | comm MiB | ms |\n"
             "|---|---|---|---|---|---|---|---|")  # fmt: skip
+    kspace = np.asarray(A(image))
     results = {}
     for direction in ("forward", "adjoint", "normal"):
         base = {"forward": A, "adjoint": A.H, "normal": A.N}[direction]
@@ -393,12 +418,29 @@ def nufft_sense(args, counts, devices) -> dict:
                         print(f"{prefix} refused{' (as above)' if same else f': {error}'} |")
                         refused = str(error)
                         continue
-                row = measure(op, x, args.runs)
+                row = measure(op, x, runs)
                 results[f"{direction}/{how}/{count}"] = row
                 print(f"{prefix} {row['arguments_MiB']:.2f} | {row['output_MiB']:.2f} | "
                       f"{row['temporaries_MiB']:.2f} | {row['communicated_MiB']:.3f} | "
                       f"{row['median_ms']:.2f} |", flush=True)  # fmt: skip
     return results
+
+
+def nufft_targets(rows: dict, count: int) -> str:
+    """The issue's targets at `count` devices: the grid-split normal's peak per device
+    over the one-device peak (target <= 0.2), and the grid split's time per application
+    over the coil split's (the same points: the ratio per point; target <= 1.5)."""
+    lines = []
+    one, normal = rows.get("normal/coils/1", {}), rows.get(f"normal/grid/{count}", {})
+    if "peak_MiB" in one and "peak_MiB" in normal:
+        ratio = normal["peak_MiB"] / one["peak_MiB"]
+        lines.append(f"Toeplitz normal, grid split over {count}: peak {ratio:.3f} of one device")
+    for direction in ("forward", "adjoint", "normal"):
+        grid, coils = rows.get(f"{direction}/grid/{count}"), rows.get(f"{direction}/coils/{count}")
+        if grid and coils and "median_ms" in grid and "median_ms" in coils:
+            ratio = grid["median_ms"] / coils["median_ms"]
+            lines.append(f"{direction}: grid / coil split time per point at D={count}: {ratio:.2f}")
+    return "\n".join(lines)
 
 
 # --------------------------------------------------------------------------- main
@@ -414,6 +456,8 @@ def main(argv=None) -> int:
     parser.add_argument("--n", type=int, default=256, help="NUFFT image size n (n x n)")
     parser.add_argument("--spokes", type=int, default=64, help="NUFFT spokes")
     parser.add_argument("--coils", type=int, default=8, help="receive coils")
+    parser.add_argument("--n3nufft", type=int, default=32, help="3-D NUFFT grid n (n x n x n)")
+    parser.add_argument("--points3", type=int, default=16384, help="3-D NUFFT points")
     parser.add_argument("--runs", type=int, default=3, help="timed runs per row")
     parser.add_argument("--quick", action="store_true", help="tiny sizes, 1, 2, 8 devices")
     parser.add_argument("--json", help="write the figures here")
@@ -421,6 +465,7 @@ def main(argv=None) -> int:
     if args.quick:
         args.n3, args.slab, args.large, args.iters = 16, 8, 64, 2
         args.n, args.spokes, args.coils, args.runs = 32, 8, 4, 1
+        args.n3nufft, args.points3 = 16, 1024
     counts = [int(c) for c in (args.counts or ("1,2,8" if args.quick else "1,2,4,8")).split(",")]
     jax.config.update("jax_num_cpu_devices", max(counts))  # used where there is no GPU
     devices = jax.devices()

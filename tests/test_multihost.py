@@ -1,6 +1,7 @@
 """Two local processes (loopback coordinator, CPU collectives, 4 simulated devices each)
-run a batched SENSE-type operator on one mesh spanning both, and agree with the
-single-process result (`multihost_worker.py` does the work in each process)."""
+run a batched SENSE-type operator and a grid-split NUFFT on one mesh spanning both, and
+agree with the single-process result (`multihost_worker.py` does the work in each
+process)."""
 
 import json
 import os
@@ -45,3 +46,6 @@ def test_two_processes_share_one_mesh():
         # complex128: the same FFTs in a different order of summation
         assert r["forward_error"] < 1e-12, r
         assert r["adjoint_error"] < 1e-12, r
+        # the grid split: slab FFTs, halos and point exchanges across the two processes
+        assert r["grid_split"] == "GridSplitLinop"
+        assert r["grid_forward_error"] < 1e-10 and r["grid_adjoint_error"] < 1e-10, r

@@ -2,7 +2,7 @@
 
 Modules, lowest first (each imports only those before it):
 
-- `_coupling`: what operators declare about splitting (`Coupling`, `Tiling`);
+- `_coupling`: what operators declare about splitting (`Coupling`, `Tiling`, `OffGrid`);
 - `_linop`: the base class, dims fields and renaming, and the `Algebra` slot;
 - `_tiles`: tiles (`Tile`, `split`, `slice_arrays`, `split_linop`);
 - `_containers`: shape bookkeeping shared by container operators;
@@ -30,7 +30,12 @@ from ._containers import (
     children_coupling as children_coupling,
     consistent_size as consistent_size,
 )
-from ._coupling import Coupling as Coupling, Tiling as Tiling, strongest as strongest
+from ._coupling import (
+    Coupling as Coupling,
+    OffGrid as OffGrid,
+    Tiling as Tiling,
+    strongest as strongest,
+)
 from ._custom import FunctionLinop as FunctionLinop, NormalFn as NormalFn
 from ._diagonal import Diagonal as Diagonal
 from ._identity import (

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Iterable, Sequence
-from typing import ClassVar
+from typing import Any, ClassVar
 
 ArrayAxes = tuple[Callable, Sequence[str | None]]
 
@@ -85,3 +85,32 @@ class Tiling:
     def dims(self) -> frozenset[str]:
         named = {d for _, axes in self.arrays for d in axes if d is not None}
         return frozenset(named | set(self.batch))
+
+
+@dataclasses.dataclass(frozen=True)
+class OffGrid:
+    r"""What an operator that reads a grid at off-grid points declares for grid splitting
+    (`Interpolate`, the NUFFT's interpolation): `[B..., *grid] -> [B..., L...]`, point
+    $l$ reading the grid entries within `reach` of its cell.
+
+    - `locs`: the points `[L..., D]` in grid units (concrete: the split buckets them);
+    - `grid_dims`, `grid_size`: the `D` grid dims (the trailing input dims) and sizes;
+    - `reach`: per grid axis, how many entries on either side of its cell
+      $\lfloor p_d \rfloor$ a point may read (window entries of zero weight included);
+    - `periodic`: the grid wraps around (coordinates are taken modulo its size), else it
+      is zero outside;
+    - `local(locs, grid_size)`: the same operator (a `NamedLinop`) on a grid of sizes
+      `grid_size` (same grid dims) at the points `locs` `[P, D]` (one point dim, the
+      first of `L...`).
+
+    Split along a grid dim, each device holds a slab of the grid and the points whose cell
+    lies in it, shifted to the slab extended by `reach` entries from each neighbour: the
+    operator runs there unchanged (`jaxlinops.sharding._grid_points`).
+    """
+
+    locs: Any
+    grid_dims: Sequence[str]
+    grid_size: tuple[int, ...]
+    reach: tuple[int, ...]
+    periodic: bool
+    local: Callable[[Any, tuple[int, ...]], Any]

@@ -28,7 +28,7 @@ from jax.typing import ArrayLike
 from .._arrays import as_array, check_dtype, check_rank, dim_sizes
 from .._dims import Dims, fmt, substitute, unique
 from ..nameddim import NamedShape
-from ._coupling import Coupling, Tiling
+from ._coupling import Coupling, OffGrid, Tiling
 
 if TYPE_CHECKING:
     # Type checkers recognise the fields of an equinox Module only through `eqx.field`
@@ -184,6 +184,18 @@ class NamedLinop(eqx.Module, metaclass=_LinopMeta):
         depend only on nearby entries along a dim overrides this with `Coupling.halo(k)`;
         one with its own `split` overrides both."""
         return Coupling.NONE if dim in self.tiling().dims else Coupling.GLOBAL
+
+    def off_grid(self) -> OffGrid | None:
+        """For an operator that reads a grid at off-grid points (gridding): its points and
+        how far each reads (see `OffGrid`), so that grid splitting can bucket them by
+        slab; None (the default) for other operators."""
+        return None
+
+    def decompose(self) -> "NamedLinop | None":
+        """This operator as a `Chain` of simpler ones computing the same map (a NUFFT:
+        apodize, pad, FFT, interpolate), which grid splitting runs leaf by leaf; None (the
+        default) when it has no such form."""
+        return None
 
     def split(linop, tile: Mapping[str, slice]) -> "NamedLinop":
         """The tile $Q_t A P_t^T$ for `tile = {dim: slice}`, as `jaxlinops.split(A, tile)`.

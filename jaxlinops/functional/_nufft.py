@@ -228,7 +228,7 @@ def nufft_unchecked(x: jax.Array, plan: NUFFTPlan) -> jax.Array:
     k = centered_fftn(center_pad(x, plan.grid_size, plan.padded_size), ndim)
     if plan.mode == "sampling":
         return gather(k, tuple(jnp.moveaxis(plan.locs, -1, 0)))
-    return _ungrid(k, plan) / plan.scale
+    return ungrid_plan(k, plan) / plan.scale
 
 
 @jax.jit
@@ -242,7 +242,7 @@ def nufft_adjoint_unchecked(y: jax.Array, plan: NUFFTPlan) -> jax.Array:
     if plan.mode == "sampling":
         k = scatter(y, tuple(jnp.moveaxis(plan.locs, -1, 0)), plan.padded_size)
     else:
-        k = _grid(y / plan.scale, plan)
+        k = grid_plan(y / plan.scale, plan)
     x = center_crop(centered_fftn(k, ndim, inverse=True), plan.padded_size, plan.grid_size)
     if plan.mode == "sampling":
         return x
@@ -419,18 +419,23 @@ def _beta(name: str, width: float, oversamp: float) -> float:
     return math.pi * math.sqrt(square)
 
 
+def default_apodization(grid, padded, width: float, beta: float) -> np.ndarray:
+    """The default apodization: the inverse Fourier transform of the kernel on the image
+    grid, $\\prod_d a_d / \\sinh(a_d)$ with
+    $a_d = \\sqrt{\\beta^2 - (\\pi w (n_d - N_d // 2) / N_{pad,d})^2}$ (float64)."""
+    weights = np.ones(grid)
+    for d, (n, npad) in enumerate(zip(grid, padded)):
+        k = np.arange(n) - n // 2
+        a = np.sqrt((beta**2 - (np.pi * width * k / npad) ** 2).astype(complex))
+        ratio = np.real(np.where(a == 0, 1.0, a / np.sinh(np.where(a == 0, 1.0, a))))
+        weights = weights * ratio.reshape((n,) + (1,) * (len(grid) - d - 1))
+    return weights
+
+
 def _apodize_weights(name, weights, grid, padded, width, beta, dtype) -> jax.Array:
-    """The given weights (checked) or the default: the inverse Fourier transform of the
-    kernel on the image grid, $\\prod_d a_d / \\sinh(a_d)$ with
-    $a_d = \\sqrt{\\beta^2 - (\\pi w (n_d - N_d // 2) / N_{pad,d})^2}$."""
+    """The given weights (checked) or [`default_apodization`][] in `dtype`."""
     if weights is None:
-        weights = np.ones(grid)
-        for d, (n, npad) in enumerate(zip(grid, padded)):
-            k = np.arange(n) - n // 2
-            a = np.sqrt((beta**2 - (np.pi * width * k / npad) ** 2).astype(complex))
-            ratio = np.real(np.where(a == 0, 1.0, a / np.sinh(np.where(a == 0, 1.0, a))))
-            weights = weights * ratio.reshape((n,) + (1,) * (len(grid) - d - 1))
-        return jnp.asarray(weights.astype(dtype))
+        return jnp.asarray(default_apodization(grid, padded, width, beta).astype(dtype))
     weights = as_array(weights, f"`{name}(apodize_weights=...)`")
     if tuple(weights.shape) != grid or jnp.iscomplexobj(weights):
         raise ValueError(
@@ -442,8 +447,9 @@ def _apodize_weights(name, weights, grid, padded, width, beta, dtype) -> jax.Arr
     return weights
 
 
-def _ungrid(k: jax.Array, plan: NUFFTPlan) -> jax.Array:
-    """The padded spectrum `k` `[B..., *padded]` interpolated at the plan's points."""
+def ungrid_plan(k: jax.Array, plan: NUFFTPlan) -> jax.Array:
+    """The padded spectrum `k` `[B..., *padded]` interpolated at the plan's points (not
+    divided by the scale)."""
     assert plan.order is not None, "an interpolate-mode plan has a point order"
     ndim = len(plan.grid_size)
     batch, points = k.shape[: k.ndim - ndim], plan.locs.shape[:-1]
@@ -453,8 +459,9 @@ def _ungrid(k: jax.Array, plan: NUFFTPlan) -> jax.Array:
     return out.reshape(batch + points)
 
 
-def _grid(y: jax.Array, plan: NUFFTPlan) -> jax.Array:
-    """The point values `y` `[B..., L...]` spread onto the padded grid."""
+def grid_plan(y: jax.Array, plan: NUFFTPlan) -> jax.Array:
+    """The point values `y` `[B..., L...]` spread onto the padded grid (not divided by
+    the scale): the adjoint of [`ungrid_plan`][]."""
     assert plan.order is not None, "an interpolate-mode plan has a point order"
     points = plan.locs.shape[:-1]
     batch = y.shape[: y.ndim - len(points)]

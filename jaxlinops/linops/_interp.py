@@ -10,7 +10,15 @@ import jax
 import jax.numpy as jnp
 
 from .._arrays import as_array, as_sizes
-from .._core import Coupling, NamedLinop, Tiling, dims_field, mask_padded, slice_arrays
+from .._core import (
+    Coupling,
+    NamedLinop,
+    OffGrid,
+    Tiling,
+    dims_field,
+    mask_padded,
+    slice_arrays,
+)
 from .._default_dims import GRID_DIMS, ordinal_wildcards
 from .._dims import ELLIPSIS, Dims, DimsLike, as_dims, axis_of, fmt, size_of
 from ..functional._gridding import frame_map, point_order
@@ -171,6 +179,26 @@ class Interpolate(NamedLinop):
         if dim in self.grid_shape:
             return Coupling.halo(math.ceil(self.width[self.grid_shape.index(dim)] / 2))
         return super().coupling(dim)
+
+    def off_grid(self) -> OffGrid | None:
+        """The points and the window each reads: `ceil(p - r) + {0, ..., floor(w)}` per
+        axis, so up to `floor(r)` entries before a point's cell and `floor(w) + 1 -
+        floor(r)` after it. None with per-frame dims (each frame has its own points)."""
+        if self.frame_dims:
+            return None
+        reach = tuple(
+            max(math.floor(w / 2), math.floor(w) + 1 - math.floor(w / 2)) for w in self.width
+        )
+
+        def local(locs: jax.Array, grid_size: tuple[int, ...]) -> Interpolate:
+            params = dict(self.kernel_params)
+            return Interpolate(
+                locs, grid_size, self.batch_shape, self.point_dims[:1], self.grid_shape,
+                self.width, self.kernel, self.norm, self.pad_mode, params,
+            )  # fmt: skip
+
+        periodic = self.pad_mode == "circular"
+        return OffGrid(self.locs, self.grid_shape, self.grid_size, reach, periodic, local)
 
     def tiling(self) -> Tiling:
         arrays = [(lambda o: o.locs, self.locs_batch_shape + (None,))]

@@ -9,7 +9,7 @@ import jax
 import jax.numpy as jnp
 
 from .._arrays import as_array, as_inexact, as_sizes
-from .._core import Coupling, NamedLinop, dims_field, mask_padded, slice_arrays
+from .._core import Chain, Coupling, Diagonal, NamedLinop, dims_field, mask_padded, slice_arrays
 from .._default_dims import GRID_DIMS, KSPACE_DIMS
 from .._dims import ELLIPSIS, Dims, DimsLike, as_dims, fmt, size_of
 from ..functional._gridding import point_order
@@ -21,7 +21,10 @@ from ..functional._nufft import (
     nufft_unchecked,
 )
 from ..functional._toeplitz import check_embedding
+from ._fft import FFT
 from ._interp import check_frames, frames_back, frames_last, leading_frames
+from ._nufft_interp import NUFFTInterp
+from ._pad import Pad
 from ._toeplitz import toeplitz_normal
 
 
@@ -226,6 +229,41 @@ class NUFFT(NamedLinop):
 
     def _normal(self, inner: NamedLinop | None) -> NamedLinop | None:
         return toeplitz_normal(self, inner) if self.toeplitz else None
+
+    def decompose(self) -> NamedLinop | None:
+        r"""The NUFFT as the chain of its steps: apodize (interpolate mode) $\to$ `Pad`
+        to the padded grid (dims `input_kshape`) $\to$ centered orthonormal `FFT` $\to$
+        `NUFFTInterp` (interpolation and scaling, or sampling). Grid splitting runs it
+        leaf by leaf. A ValueError where there are no such steps: per-frame trajectories
+        (one transform per frame) and the finufft backend (one call of jax-finufft)."""
+        plan, batch, grid = self.plan, self.batch_shape, self.input_shape
+        where = f"`NUFFT({fmt(self.ishape)} -> {fmt(self.oshape)})`"
+        if plan.frames:
+            raise ValueError(
+                f"{where} has per-frame trajectories (frame dims {self.frame_dims}): one "
+                f"transform per frame, not one chain of steps on the grid; split it along a "
+                f"frame dim instead."
+            )
+        if plan.backend == "finufft":
+            raise ValueError(
+                f"{where} with backend='finufft' transforms the whole grid in one call of "
+                f"jax-finufft, which cannot run on slabs of it; build it with backend='jax' "
+                f"(or 'pallas' on a GPU) to split a grid dim."
+            )
+        steps = [] if plan.apodize is None else [Diagonal(plan.apodize, batch + grid)]
+        ndim, kshape = len(grid), self.input_kshape
+        return Chain(
+            *steps,
+            Pad(plan.padded_size, plan.grid_size, grid, kshape, batch),
+            FFT(ndim, batch, (kshape, kshape), centered=True),
+            NUFFTInterp(
+                plan,
+                plan.scale if plan.mode == "interpolate" else 1.0,
+                batch,
+                kshape,
+                self.point_dims,
+            ),
+        )
 
     @staticmethod
     def prep_locs(locs, grid_size, padded_size, pad_mode: str = "circular") -> jax.Array:

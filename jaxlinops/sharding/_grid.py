@@ -49,13 +49,25 @@ import jax
 import jax.numpy as jnp
 from jax.sharding import Mesh, PartitionSpec
 
-from .._core import Adjoint, Chain, Coupling, Identity, NamedLinop, Tile, all_dims, dims_field
+from .._core import (
+    Adjoint,
+    Chain,
+    Coupling,
+    Identity,
+    NamedLinop,
+    Tile,
+    all_dims,
+    default_normal,
+    dims_field,
+)
 from .._dims import Dims, axis_of, fmt
 from ..functional._pad import pad_widths
 from ..linops._fft import _ADJOINT_NORM, FFT
 from ..linops._pad import AbstractCenterResize
 from ._dfft import fft_split, transpose_split
+from ._grid_points import Points, points_stage
 from ._halo import _Layout, _valid, halo_extend, halo_reduce
+from ._log import logger
 from ._tile_arrays import place, stack_tiles
 
 Shape = tuple[int, ...]
@@ -228,7 +240,7 @@ class _Rename(eqx.Module):
         return shape, axis
 
 
-Stage = _Local | _Transform | _Halo | _Resize | _Rename
+Stage = _Local | _Transform | _Halo | _Resize | _Rename | Points
 
 
 class GridSplitLinop(NamedLinop):
@@ -238,7 +250,8 @@ class GridSplitLinop(NamedLinop):
 
     `stages` run in order inside one `shard_map`; the input is split along `dim`, the
     output along the dim the split ends on. `sizes` holds the operator's dim sizes (the
-    split dims' global sizes included).
+    split dims' global sizes included). `normal_split` is the split of the operator's own
+    structured normal (kept by the adjoint, `adjointed`, whose normal is not it).
     """
 
     stages: tuple[Stage, ...]
@@ -246,6 +259,8 @@ class GridSplitLinop(NamedLinop):
     oshape: Dims = dims_field()
     sizes: tuple[tuple[str, int], ...] = dims_field(kind="pairs")
     mesh: Mesh = eqx.field(static=True)
+    normal_split: GridSplitLinop | None = None
+    adjointed: bool = eqx.field(static=True, default=False)
 
     @property
     def name(self) -> str:
@@ -264,17 +279,26 @@ class GridSplitLinop(NamedLinop):
 
     def adjoint(self) -> NamedLinop:
         stages = tuple(s.adjoint() for s in reversed(self.stages))
-        return dataclasses.replace(self, stages=stages, ishape=self.oshape, oshape=self.ishape)
+        flipped = not self.adjointed
+        return dataclasses.replace(
+            self, stages=stages, ishape=self.oshape, oshape=self.ishape, adjointed=flipped
+        )
 
     def apply_adjoint(self, y: jax.Array) -> jax.Array:
         return self.adjoint().apply(y)
 
     def _normal(self, inner: NamedLinop | None) -> NamedLinop | None:
-        """$A^H A$ as one program: the stages, then their adjoints (no gather between)."""
+        """$A^H A$: the split of the operator's own structured normal (`normal_split`: a
+        Toeplitz embedding, an FFT's identity), else one program of the stages and then
+        their adjoints (no gather between)."""
         if inner is not None:
             return None
+        if self.normal_split is not None and not self.adjointed:
+            return self.normal_split
         back = tuple(s.adjoint() for s in reversed(self.stages))
-        return dataclasses.replace(self, stages=self.stages + back, oshape=self.ishape)
+        return dataclasses.replace(
+            self, stages=self.stages + back, oshape=self.ishape, normal_split=None
+        )
 
     def split(self, tile) -> NamedLinop:
         dims = ", ".join(repr(d) for d in tile)
@@ -320,15 +344,31 @@ class GridSplitLinop(NamedLinop):
         return out
 
 
-def grid_split(A: NamedLinop, dim: str, size: int, mesh: Mesh) -> GridSplitLinop:
+def grid_split(
+    A: NamedLinop, dim: str, size: int, mesh: Mesh, normal: bool = True
+) -> GridSplitLinop:
     """`A` split along `dim` (of `size` entries) across the one axis of `mesh`: its leaves
-    (a Chain's, in order) become stages; a ValueError names a leaf whose coupling of the
-    split dim this cannot do yet, and the dim asked for."""
+    (a Chain's, in order; a NUFFT's steps) become stages; a ValueError names a leaf whose
+    coupling of the split dim this cannot do yet, and the dim asked for. With `normal`,
+    a structured `A.N` is split too (see `_structured_normal`). A dim of the output only
+    (the image of an adjoint NUFFT) is split as the adjoint of `A.H` split there."""
+    if dim not in A.ishape and dim in A.oshape:  # split an output: the adjoint's input
+        return grid_split(A.H, dim, size, mesh, normal=False).H
     devices = mesh.devices.size
-    stages, split, n = [], dim, size
-    for leaf in A.flatten() if isinstance(A, Chain) else (A,):
+    stages, split, n, known = [], dim, size, [A]
+    leaves = list(A.flatten() if isinstance(A, Chain) else (A,))
+    while leaves:
+        leaf = leaves.pop(0)
+        couples = split in all_dims(leaf) and leaf.coupling(split) != Coupling.NONE
         try:
-            split, n = _add_stage(stages, A, leaf, split, n, devices, mesh)
+            steps = leaf.decompose() if couples else None
+        except ValueError as error:  # an operator with no steps to run on slabs says why
+            raise ValueError(f"{error} (splitting along the grid dim {dim!r})") from None
+        if steps is not None:  # a NUFFT runs step by step
+            leaves[:0], known = steps.flatten(), known + [steps]
+            continue
+        try:
+            split, n = _add_stage(stages, known, leaf, split, n, devices, mesh)
         except ValueError as error:
             if split == dim:
                 raise
@@ -337,13 +377,33 @@ def grid_split(A: NamedLinop, dim: str, size: int, mesh: Mesh) -> GridSplitLinop
                 f"{leaf.name} move to {split!r})"
             ) from None
     return GridSplitLinop(
-        stages=tuple(stages), ishape=A.ishape, oshape=A.oshape, sizes=_sizes(A), mesh=mesh
-    )
+        stages=tuple(stages), ishape=A.ishape, oshape=A.oshape, sizes=_sizes(A), mesh=mesh,
+        normal_split=_structured_normal(A, dim, size, mesh) if normal else None,
+    )  # fmt: skip
 
 
-def _add_stage(stages: list, A, leaf, split: str, n: int, devices: int, mesh: Mesh):
+def _structured_normal(A: NamedLinop, dim: str, size: int, mesh: Mesh) -> GridSplitLinop | None:
+    """The split of `A.N` where its folding rules give it a structure of its own (a
+    NUFFT's Toeplitz embedding, $F^H F = I$), built now, as its arrays (a Toeplitz kernel)
+    are split like the operator's; None where `A.N` is the plain chain `A`, `A^H`. A
+    structured normal that cannot be split is said in a warning: the stages and their
+    adjoints are exact but slower."""
+    try:
+        N = A.normal()
+        if jax.tree.structure(N) == jax.tree.structure(default_normal(A)):
+            return None
+        return grid_split(N, dim, size, mesh, normal=False)
+    except ValueError as error:
+        logger.warning(
+            "`create_batched_linop`: the normal of %s keeps no structure: %s", A.name, error
+        )
+        return None
+
+
+def _add_stage(stages: list, known: list, leaf, split: str, n: int, devices: int, mesh: Mesh):
     """Append the stage of `leaf` (at split dim `split` of `n` entries) to `stages`; return
-    where the split is after it: its dim and size."""
+    where the split is after it: its dim and size (the first of the operators `known`
+    that fixes it)."""
     if isinstance(leaf, Identity):  # a renaming, position by position
         stages.append(_Rename(split, leaf.oshape[leaf.ishape.index(split)]))
         return stages[-1].dim_out, n
@@ -358,11 +418,15 @@ def _add_stage(stages: list, A, leaf, split: str, n: int, devices: int, mesh: Me
             )
         trade = others[0]
         stages.append(_Transform(fft, inverse, split, trade, dims_out[dims_in.index(trade)]))
-        return stages[-1].dim_out, _size_of(A, trade, dims_in, dims_out)
+        return stages[-1].dim_out, _size_of(known, trade, dims_in, dims_out)
     if isinstance(leaf, AbstractCenterResize) and split in leaf.in_shape:
         i = leaf.in_shape.index(split)
         stages.append(_Resize(leaf, split, leaf.out_shape[i]))
         return leaf.out_shape[i], leaf.out_size[i]
+    grid = leaf.off_grid() if split in all_dims(leaf) else None
+    if grid is not None and split in grid.grid_dims:
+        stages.append(points_stage(leaf, grid, split, devices, mesh))
+        return stages[-1].dim_out, stages[-1].points[0]
     if split in all_dims(leaf) and leaf.coupling(split).kind == "halo":
         stages.append(_halo(leaf, split, n, devices, mesh))
         return stages[-1].dim_out, n
@@ -442,13 +506,15 @@ def _transformed(fft: FFT, inverse: bool) -> tuple[Dims, Dims]:
     return (fft.dual_shape, fft.primal_shape) if inverse else (fft.primal_shape, fft.dual_shape)
 
 
-def _size_of(A: NamedLinop, trade: str, dims_in: Dims, dims_out: Dims) -> int:
-    """The size of the dim the split moves to: `A` fixes it (under either name)."""
-    n = A.size(trade) or A.size(dims_out[dims_in.index(trade)])
+def _size_of(known: list[NamedLinop], trade: str, dims_in: Dims, dims_out: Dims) -> int:
+    """The size of the dim the split moves to: an operator of `known` (the whole operator,
+    then the steps of the leaves it decomposed) fixes it, under either name."""
+    names = (trade, dims_out[dims_in.index(trade)])
+    n = next((k for op in known for d in names if (k := op.size(d)) is not None), None)
     if n is None:
         raise ValueError(
-            f"`create_batched_linop`: {A.name} does not fix the size of dim {trade!r}, "
-            f"which a distributed FFT moves the split to."
+            f"`create_batched_linop`: {known[0].name} does not fix the size of dim "
+            f"{trade!r}, which a distributed FFT moves the split to."
         )
     return n
 
@@ -464,9 +530,10 @@ def _axis(shape: Dims, dim: str, ndim: int) -> int:
 
 
 def _specs(stage: Stage, arrays, name: str):
-    """The `shard_map` specs of a stage's arrays: a `_Local`'s split along their leading
-    (device) axis where it has one entry per device; the others' replicated."""
-    if isinstance(stage, _Local):
+    """The `shard_map` specs of a stage's arrays: those of a `_Local` or `Points` split
+    along their leading (device) axis where it has one entry per device; the others'
+    replicated."""
+    if isinstance(stage, (_Local, Points)):
         return jax.tree.map(lambda a: PartitionSpec(name if a.shape[0] > 1 else None), arrays)
     return jax.tree.map(lambda a: PartitionSpec(), arrays)
 

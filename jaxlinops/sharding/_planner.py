@@ -2,9 +2,11 @@ r"""`plan_batches`: choose the `BatchSpec`s of an operator from its compiled pro
 
 A candidate plan spreads one or two splittable dims over the devices (one tile of
 $t_d = \lceil n_d / D_d \rceil$ entries per device along a mesh axis of $D_d$ devices),
-optionally followed by a memory-only loop over smaller tiles of one dim. Each candidate the
-search reaches is built with `create_batched_linop` and its application compiled
-(`jax.jit(lambda B, x: B(x)).lower(B, x).compile()`); XLA's own figures decide:
+optionally followed by a memory-only loop over smaller tiles of one dim, or splits one grid
+dim (a dim the operator couples, such as an FFT's) by domain decomposition, one slab per
+device (`jaxlinops.sharding._grid`). Each candidate the search reaches is built with
+`create_batched_linop` and its application compiled (`jax.jit(lambda B, x:
+B(x)).lower(B, x).compile()`); XLA's own figures decide:
 
 - its per-device peak $M$: `memory_analysis()` arguments + output + temporaries (less
   buffers aliased between arguments and output);
@@ -38,7 +40,8 @@ MAX_COMPILES = 6  # candidates compiled per call, besides the unsplit operator
 @dataclasses.dataclass(frozen=True)
 class Candidate:
     """One plan: `outer = {dim: (tile, devices)}` spread over a mesh, then an optional
-    memory-only loop `inner = (dim, tile)`, with its first estimates."""
+    memory-only loop `inner = (dim, tile)`, with its first estimates; with `grid`, `outer`
+    is one dim the operator couples, split into one slab per device."""
 
     outer: tuple[tuple[str, int, int], ...]
     inner: tuple[str, int] | None
@@ -47,6 +50,7 @@ class Candidate:
     estimate: float  # per-device peak, bytes
     floor: float  # its arguments and output alone, bytes
     comm_estimate: float  # psum bytes of summed dims, bytes
+    grid: bool = False
 
     def specs(self, devices: Sequence[Device]) -> list[BatchSpec]:
         shape = tuple(m for _, _, m in self.outer)
@@ -57,9 +61,13 @@ class Candidate:
 
     def key(self) -> tuple:
         """The ranking by the first estimates (see `plan_batches`)."""
-        return (self.comm_estimate > 0, self.comm_estimate, self.tiles_per_device, self.estimate)
+        communicates = self.grid or self.comm_estimate > 0
+        return (communicates, self.comm_estimate, self.tiles_per_device, self.estimate)
 
     def __str__(self) -> str:
+        if self.grid:
+            ((d, t, m),) = self.outer
+            return f"grid {d}/{t} over {m} ({m} devices, one slab each)"
         parts = [f"{d}/{t} over {m}" for d, t, m in self.outer]
         text = " x ".join(parts) + f" ({self.devices} devices)"
         if self.inner is not None:
@@ -88,7 +96,9 @@ class Measured:
 
 @dataclasses.dataclass(frozen=True)
 class PlanReport:
-    """What `plan_batches` compiled and chose; `str(report)` explains it."""
+    """What `plan_batches` compiled and chose; `str(report)` explains it. `free`: whether
+    any candidate needs no communication; `grid_dims`: the dims of the grid candidates;
+    `refused`: the grid candidates the sharding layer refused to build, with its reason."""
 
     operator: str
     budget: int | None
@@ -98,6 +108,9 @@ class PlanReport:
     chosen: Measured
     compiled: tuple[Measured, ...]
     not_compiled: int
+    free: bool
+    grid_dims: tuple[str, ...]
+    refused: tuple[tuple[Candidate, str], ...]
 
     def __str__(self) -> str:
         c = self.chosen
@@ -119,6 +132,7 @@ class PlanReport:
                 f"    {m.candidate}: {_bytes(m.peak)}, {_comm(m)}, "
                 f"{m.candidate.tiles_per_device}{mark}"
             )
+        lines += [f"  refused: {c}: {reason}" for c, reason in self.refused]
         if self.not_compiled:
             lines.append(
                 f"  {self.not_compiled} other candidates not compiled (ranked lower, or a lower "
@@ -130,11 +144,22 @@ class PlanReport:
         c = self.chosen
         fits = "fits the budget" if self.budget is not None else "no budget"
         if c.communicated == 0:
-            return f"{fits}; needs no communication (every split dim is concatenated)"
-        return (
-            f"{fits}; no communication-free candidate fits (compiled, or by a lower bound of "
-            f"its peak): the fewest collective bytes, then the fewest tiles per device"
-        )
+            grid = ", ".join(repr(d) for d in self.grid_dims)
+            also = f"; preferred to the grid splits along {grid}, which communicate" if grid else ""
+            return f"{fits}; needs no communication (every split dim is concatenated){also}"
+        if not self.free:
+            free = "no split is communication-free (every dim is coupled or summed over)"
+        elif self.budget is None:
+            free = "no compiled candidate is communication-free"
+        else:
+            free = "no communication-free split fits (compiled, or by a lower bound of its peak)"
+        if c.candidate.grid:
+            dim = c.candidate.outer[0][0]
+            return (
+                f"{fits}; {free}: grid split along {dim!r} moves {_bytes(c.communicated)} per "
+                f"application, the fewest collective bytes, then the fewest tiles per device"
+            )
+        return f"{fits}; {free}: the fewest collective bytes, then the fewest tiles per device"
 
 
 class Plan(list):
@@ -161,16 +186,26 @@ def plan_batches(
     r"""The `BatchSpec`s to run `A` within `memory_limit` bytes per device:
     `jl.create_batched_linop(A, jl.plan_batches(A))`.
 
-    **Candidates.** The dims `A` can be split along today: dims of `A` (internal ones
-    included) that every operator in it applies entry by entry (`Coupling.NONE`), whose
-    size $n_d > 1$ `A` fixes. With $D$ devices:
+    **Candidates.** The dims `A` is tiled along: dims of `A` (internal ones included)
+    that every operator in it applies entry by entry (`Coupling.NONE`), whose size
+    $n_d > 1$ `A` fixes. With $D$ devices:
 
     - one dim over all $D$ devices, tiles of $t_d = \lceil n_d / D \rceil$ (using
       $\lceil n_d / t_d \rceil$ devices);
     - two dims on a 2-D mesh $D = D_1 D_2$ ($D_1, D_2 \ge 2$, each at most the dim's size),
       tiles $\lceil n_{d_i} / D_i \rceil$;
     - each of those followed by a memory-only loop (a second `BatchSpec` without
-      devices) over one dim in tiles of $\lceil m / 2^j \rceil$, $m$ its per-device extent.
+      devices) over one dim in tiles of $\lceil m / 2^j \rceil$, $m$ its per-device extent;
+    - *grid candidates*: one input dim of known size $n_d > 1$ that `A` couples (an FFT's
+      image dim, a `Pad`'s, a `Convolution`'s), split by domain decomposition into one slab
+      of $t_d = \lceil n_d / D \rceil$ entries per device (on $\lceil n_d / t_d \rceil$
+      devices; `create_batched_linop` builds a `GridSplitLinop`). When those slabs are
+      ragged, also even slabs on the most devices $D' \ge 2$ that divide $n_d$: a ragged
+      split holds its whole input and output on each device (the sharded dims of a
+      `jax.Array` divide evenly), so fewer devices can need less. A grid split is not split
+      further, so it has no loop; one the sharding layer refuses to build (a leaf whose
+      coupling it cannot split: a ValueError building or tracing it) is dropped, its reason
+      kept in the report.
 
     **First estimate** (no compile): from the unsplit operator's compiled input $i$,
     output $o$, other arguments $a$ (the operator's arrays) and temporaries $w$, the
@@ -183,20 +218,25 @@ def plan_batches(
     `A.oshape` (the rest is replicated), and $s_e / t_e$ the loop's share of its dim; and
     the collective bytes $\hat K = 2 (k - 1) / k \cdot o\, f_{\text{out}}$ of the ring
     `psum` over the $k$ devices of the split dims not in `A.oshape` (their tiles are
-    partial sums), 0 when every split dim is in the output (concatenated).
+    partial sums), 0 when every split dim is in the output (concatenated). A grid
+    candidate's estimate takes $f = 1 / D'$ on its $D'$ devices for everything but the input
+    ($f_{\text{in}} = t_d / n_d$, its slab); its collective bytes depend on how each operator
+    couples the dim (slab transposes, halos), so they are not estimated: it ranks first
+    among the candidates that communicate ($\hat K = 0$, but not communication-free).
 
-    **Search.** Candidates are compiled in the order of $(\hat K > 0, \hat K,
-    \text{tiles per device}, \hat M)$, skipping those whose lower bound exceeds the
-    budget: the estimated arguments and output $i f_{\text{in}} + o f_{\text{out}} + a f$,
-    or, for a loop over a layout already compiled without one, that program's peak less
-    its temporaries (a loop shrinks only the work). Once one fits, the search stops at
-    the next candidate that ranks lower on $(\hat K > 0, \hat K, \text{tiles})$ than the
-    best fit's measured figures or whose lower bound is not below the best fit's peak,
-    and after 6 compiles in any case. **Choice** among the compiled ones that
-    fit ($M \le$ budget), by $(K > 0, K, \text{tiles per device}, M, \text{devices})$: no
-    communication first, then the fewest collective bytes, then the least looping; then
-    the lowest peak, which spreads over more devices (the headroom a budget estimate
-    needs), then the fewest devices (the rest stay free).
+    **Search.** Candidates are compiled in the order of $(c, \hat K, \text{tiles per
+    device}, \hat M)$, $c$ whether it communicates ($\hat K > 0$ or a grid split),
+    skipping those whose lower bound exceeds the budget: the estimated arguments and
+    output $i f_{\text{in}} + o f_{\text{out}} + a f$, or, for a loop over a layout
+    already compiled without one, that program's peak less its temporaries (a loop
+    shrinks only the work). Once one fits, the search stops at the next candidate that
+    ranks lower on $(c, \hat K, \text{tiles})$ than the best fit's measured figures or
+    whose lower bound is not below the best fit's peak, and after 6 compiles in any case.
+    **Choice** among the compiled ones that fit ($M \le$ budget), by $(K > 0, K,
+    \text{tiles per device}, M, \text{devices})$: no communication first, then the fewest
+    collective bytes, then the least looping; then the lowest peak, which spreads over
+    more devices (the headroom a budget estimate needs), then the fewest devices (the
+    rest stay free).
 
     Arguments:
 
@@ -225,6 +265,7 @@ def plan_batches(
     x_bytes = math.prod(x.shape) * x.dtype.itemsize
     candidates = sorted(_candidates(A, len(devices), memory, x_bytes), key=Candidate.key)
     compiled: list[Measured] = []
+    refused: list[tuple[Candidate, str]] = []
     for c in candidates:
         fits = [m for m in compiled if budget is None or m.peak <= budget]
         best = min(fits, key=Measured.key, default=None)
@@ -233,10 +274,10 @@ def plan_batches(
         if len(compiled) == MAX_COMPILES:
             break
         if budget is None or _floor(c, compiled) <= budget:  # else it cannot fit
-            compiled.append(_measure(A, c, devices, x))
+            _measure(A, c, devices, x, compiled, refused)
     fits = [m for m in compiled if budget is None or m.peak <= budget]
     if not fits:
-        _no_fit(A, budget, source, candidates, compiled, devices, x)
+        _no_fit(A, budget, source, candidates, compiled, refused, devices, x)
     chosen = min(fits, key=Measured.key)
     report = PlanReport(
         operator=f"{A.name} {fmt(A.ishape)} -> {fmt(A.oshape)}",
@@ -246,7 +287,10 @@ def plan_batches(
         unsplit_peak=unsplit_peak,
         chosen=chosen,
         compiled=tuple(compiled),
-        not_compiled=len(candidates) - len(compiled),
+        not_compiled=len(candidates) - len(compiled) - len(refused),
+        free=any(not c.key()[0] for c in candidates),
+        grid_dims=tuple(c.outer[0][0] for c in candidates if c.grid),
+        refused=tuple(refused),
     )
     logger.info(str(report))
     return Plan(chosen.candidate.specs(devices), report)
@@ -326,7 +370,11 @@ def _candidates(A: NamedLinop, devices: int, memory, x_bytes: int) -> list[Candi
                 layouts.append(((d1, -(-n1 // m1), m1), (d2, -(-n2 // m2), m2)))
     if devices == 1:
         layouts = layouts[:1]  # the whole operator on the device, whichever dim names it
-    out = []
+    out = [
+        _grid_candidate(d, n, t, m, memory, x_bytes)
+        for d, n in _grid(A, devices)
+        for t, m in _grid_layouts(n, devices)
+    ]
     for outer in layouts:
         out.append(_candidate(A, sizes, outer, None, memory, x_bytes))
         extent = {d: t for d, t, _ in outer}
@@ -337,6 +385,33 @@ def _candidates(A: NamedLinop, devices: int, memory, x_bytes: int) -> list[Candi
                 loops = -(-m // tile)
                 out.append(_candidate(A, sizes, outer, (d, tile), memory, x_bytes, loops))
     return out
+
+
+def _grid(A: NamedLinop, devices: int) -> list[tuple[str, int]]:
+    """`(dim, size)` of the input dims `A` couples, of known size > 1: those of its grid
+    candidates (none on one device)."""
+    if devices == 1:
+        return []
+    sizes = [(d, A.size(d)) for d in dict.fromkeys(A.ishape)]
+    return [(d, n) for d, n in sizes if n is not None and n > 1 and A.coupling(d) != Coupling.NONE]
+
+
+def _grid_layouts(n: int, devices: int) -> list[tuple[int, int]]:
+    """`(tile, devices)` of the grid candidates along a dim of `n` entries (see
+    `plan_batches`)."""
+    t = -(-n // devices)
+    m = -(-n // t)
+    even = max((k for k in range(2, m) if n % k == 0), default=None)
+    return [(t, m)] if t * m == n or even is None else [(t, m), (n // even, even)]
+
+
+def _grid_candidate(dim: str, n: int, t: int, m: int, memory, x_bytes: int) -> Candidate:
+    """The grid candidate along `dim` in slabs of `t` entries on `m` devices, with its
+    first estimates (see `plan_batches`)."""
+    arrays = memory.argument_size_in_bytes - x_bytes
+    floor = x_bytes * t / n + (memory.output_size_in_bytes + arrays) / m
+    estimate = floor + memory.temp_size_in_bytes / m
+    return Candidate(((dim, t, m),), None, m, 1, estimate, floor, 0.0, grid=True)
 
 
 def _candidate(A, sizes, outer, inner, memory, x_bytes: int, loops: int = 1) -> Candidate:
@@ -392,25 +467,39 @@ def _peak(memory) -> int:
     )
 
 
-def _measure(A: NamedLinop, c: Candidate, devices, x) -> Measured:
-    B = create_batched_linop(A, c.specs(devices), progress=False)
-    compiled = _compile(B, x)
-    comm = collective_bytes(compiled.as_text() or "", c.devices)
-    memory = _memory(compiled)
-    return Measured(c, _peak(memory), memory.temp_size_in_bytes, comm)
+def _measure(A: NamedLinop, c: Candidate, devices, x, compiled: list, refused: list) -> None:
+    """Build and compile `c`, appending its figures to `compiled`; a grid candidate the
+    sharding layer refuses (a ValueError building or tracing it) goes to `refused`, with
+    the reason."""
+    try:
+        program = _compile(create_batched_linop(A, c.specs(devices), progress=False), x)
+    except ValueError as error:
+        if not c.grid:
+            raise
+        refused.append((c, str(error)))
+        return
+    comm = collective_bytes(program.as_text() or "", c.devices)
+    memory = _memory(program)
+    compiled.append(Measured(c, _peak(memory), memory.temp_size_in_bytes, comm))
 
 
-def _no_fit(A, budget, source, candidates, compiled, devices, x) -> None:
+def _no_fit(A, budget, source, candidates, compiled, refused, devices, x) -> None:
     """Raise the ValueError of `plan_batches` when no compiled candidate fits: first
-    compile the candidates of smallest estimate not yet compiled (up to 2), so that the
-    smallest budget named is that of the plans most likely to be smallest."""
-    done = {m.candidate for m in compiled}
-    rest = sorted((c for c in candidates if c not in done), key=lambda c: c.estimate)
-    compiled = [*compiled, *(_measure(A, c, devices, x) for c in rest[:2])]
+    compile the candidates of smallest estimate not yet tried (up to 2 more compiled), so
+    that the smallest budget named is that of the plans most likely to be smallest."""
+    compiled, refused = list(compiled), list(refused)
+    done = {m.candidate for m in compiled} | {c for c, _ in refused}
+    extra = len(compiled) + 2
+    for c in sorted((c for c in candidates if c not in done), key=lambda c: c.estimate):
+        if len(compiled) == extra:
+            break
+        _measure(A, c, devices, x, compiled, refused)
     if not compiled:
+        reasons = "".join(f" {c}: {reason}" for c, reason in refused)
         raise ValueError(
             f"`plan_batches`: {A.name} ({fmt(A.ishape)} -> {fmt(A.oshape)}) has no dim that "
-            f"can be split (entry by entry, of known size > 1); nothing to plan."
+            f"can be split (entry by entry, or a grid dim by domain decomposition, of known "
+            f"size > 1); nothing to plan.{reasons}"
         )
     best = min(compiled, key=lambda m: m.peak)
     raise ValueError(

@@ -20,7 +20,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from .._core import NamedLinop
 
-Tiles = TypeVar("Tiles", bound=NamedLinop | tuple[NamedLinop, ...])
+Tiles = TypeVar("Tiles")
 
 
 def stack_tiles(tiles: list[NamedLinop], grid: tuple[int, ...]) -> NamedLinop | None:
