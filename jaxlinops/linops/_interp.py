@@ -87,7 +87,7 @@ class Interpolate(NamedLinop):
         batch_shape: DimsLike = None,
         locs_batch_shape: DimsLike = None,
         grid_shape: DimsLike = None,
-        width=4.0,
+        width: float | Sequence[float] = 4.0,
         kernel: str = "kaiser_bessel",
         norm: int = 1,
         pad_mode: str = "circular",

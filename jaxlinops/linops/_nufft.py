@@ -257,11 +257,11 @@ class NUFFT(NamedLinop):
             Pad(plan.padded_size, plan.grid_size, grid, kshape, batch),
             FFT(ndim, batch, (kshape, kshape), centered=True),
             NUFFTInterp(
-                plan,
-                plan.scale if plan.mode == "interpolate" else 1.0,
-                batch,
-                kshape,
-                self.point_dims,
+                plan=plan,
+                scale=plan.scale if plan.mode == "interpolate" else 1.0,
+                batch_shape=batch,
+                grid_shape=kshape,
+                point_dims=self.point_dims,
             ),
         )
 

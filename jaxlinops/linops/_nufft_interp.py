@@ -35,6 +35,12 @@ class NUFFTInterp(NamedLinop):
     grid_shape: Dims = dims_field()
     point_dims: Dims = dims_field()
 
+    def __init__(
+        self, plan: NUFFTPlan, scale: float, batch_shape: Dims, grid_shape: Dims, point_dims: Dims
+    ):
+        self.plan, self.scale = plan, scale
+        self.batch_shape, self.grid_shape, self.point_dims = batch_shape, grid_shape, point_dims
+
     @property
     def ishape(self) -> Dims:
         return self.batch_shape + self.grid_shape

@@ -277,7 +277,7 @@ class GridSplitLinop(NamedLinop):
     def coupling(self, dim: str) -> Coupling:
         return Coupling.GLOBAL
 
-    def adjoint(self) -> NamedLinop:
+    def adjoint(self) -> GridSplitLinop:
         stages = tuple(s.adjoint() for s in reversed(self.stages))
         flipped = not self.adjointed
         return dataclasses.replace(
@@ -353,7 +353,7 @@ def grid_split(
     a structured `A.N` is split too (see `_structured_normal`). A dim of the output only
     (the image of an adjoint NUFFT) is split as the adjoint of `A.H` split there."""
     if dim not in A.ishape and dim in A.oshape:  # split an output: the adjoint's input
-        return grid_split(A.H, dim, size, mesh, normal=False).H
+        return grid_split(A.H, dim, size, mesh, normal=False).adjoint()
     devices = mesh.devices.size
     stages, split, n, known = [], dim, size, [A]
     leaves = list(A.flatten() if isinstance(A, Chain) else (A,))
