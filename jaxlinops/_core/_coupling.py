@@ -90,8 +90,9 @@ class Tiling:
 @dataclasses.dataclass(frozen=True)
 class OffGrid:
     r"""What an operator that reads a grid at off-grid points declares for grid splitting
-    (`Interpolate`, the NUFFT's interpolation): `[B..., *grid] -> [B..., L...]`, point
-    $l$ reading the grid entries within `reach` of its cell.
+    (`Interpolate`, the NUFFT's interpolation, `ArrayToBlocks`):
+    `[B..., *grid] -> [B..., L..., W...]`, point $l$ reading the grid entries within
+    `reach` of its cell.
 
     - `locs`: the points `[L..., D]` in grid units (concrete: the split buckets them);
     - `grid_dims`, `grid_size`: the `D` grid dims (the trailing input dims) and sizes;
@@ -101,7 +102,10 @@ class OffGrid:
       is zero outside;
     - `local(locs, grid_size)`: the same operator (a `NamedLinop`) on a grid of sizes
       `grid_size` (same grid dims) at the points `locs` `[P, D]` (one point dim, the
-      first of `L...`).
+      first of `L...`), mapping `[B..., *grid_size] -> [B..., P, W...]`;
+    - `trailing`: the sizes of the per-point dims `W...` that follow `L...` in the output
+      (a block's entries for `ArrayToBlocks`), carried along with each point; none by
+      default.
 
     Split along a grid dim, each device holds a slab of the grid and the points whose cell
     lies in it, shifted to the slab extended by `reach` entries from each neighbour: the
@@ -114,3 +118,4 @@ class OffGrid:
     reach: tuple[int, ...]
     periodic: bool
     local: Callable[[Any, tuple[int, ...]], Any]
+    trailing: tuple[int, ...] = ()

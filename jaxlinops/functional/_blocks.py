@@ -252,7 +252,7 @@ def _unfold(x: jax.Array, geometry: BlockGeometry) -> jax.Array:
         start_index_map=tuple(range(1, len(im) + 1)),
     )
     sizes = (flat.shape[0],) + block
-    out = lax.gather(flat, _starts(geometry), numbers, sizes, mode=_IN_BOUNDS)
+    out = lax.gather(flat, block_origins(geometry), numbers, sizes, mode=_IN_BOUNDS)
     return jnp.moveaxis(out, 1, 0).reshape(batch + nblocks + block)
 
 
@@ -271,11 +271,11 @@ def _fold(y: jax.Array, geometry: BlockGeometry) -> jax.Array:
     )
     updates = y.reshape((math.prod(batch), math.prod(nblocks)) + block)
     out = jnp.zeros((updates.shape[0],) + im, y.dtype)
-    out = lax.scatter_add(out, _starts(geometry), jnp.moveaxis(updates, 1, 0), numbers)
+    out = lax.scatter_add(out, block_origins(geometry), jnp.moveaxis(updates, 1, 0), numbers)
     return out.reshape(batch + im)
 
 
-def _starts(geometry: BlockGeometry) -> np.ndarray:
+def block_origins(geometry: BlockGeometry) -> np.ndarray:
     """The block origins `[prod(nblocks), D]` (row-major over the blocks)."""
     steps = zip(geometry.nblocks, geometry.stride)
     grids = np.meshgrid(*[np.arange(k) * s for k, s in steps], indexing="ij")

@@ -9,7 +9,16 @@ import jax
 import numpy as np
 
 from .._arrays import promote_inexact
-from .._core import Diagonal, NamedLinop, Tiling, dims_field, normal_oshape, with_oshape
+from .._core import (
+    Coupling,
+    Diagonal,
+    NamedLinop,
+    OffGrid,
+    Tiling,
+    dims_field,
+    normal_oshape,
+    with_oshape,
+)
 from .._default_dims import BLOCK_DIMS, GRID_DIMS, MASKED_BLOCK_DIM, NBLOCKS_DIMS
 from .._dims import ELLIPSIS, Dims, DimsLike, as_dims, fmt, size_of
 from ..functional._blocks import (
@@ -18,8 +27,10 @@ from ..functional._blocks import (
     block_counts,
     block_geometry,
     block_mask,
+    block_origins,
     blocks_to_array,
 )
+from ._blocks_at import BlocksAt
 
 
 class _Blocks(NamedLinop):
@@ -128,6 +139,13 @@ class _Blocks(NamedLinop):
     def tiling(self) -> Tiling:
         return Tiling(batch=self.batch_shape)
 
+    def coupling(self, dim: str) -> Coupling:
+        """A halo of `block - 1` along the array dims: a block reads that many entries
+        past its origin."""
+        if dim in self.array_shape:
+            return Coupling.halo(self.block_size[self.array_shape.index(dim)] - 1)
+        return super().coupling(dim)
+
 
 class ArrayToBlocks(_Blocks):
     r"""Extract blocks (patches) from the last $D$ axes: $y[b, k, p] = x[b, k s + p]$.
@@ -156,6 +174,27 @@ class ArrayToBlocks(_Blocks):
 
     def adjoint(self) -> NamedLinop:
         return BlocksToArray(**self._args())
+
+    def off_grid(self) -> OffGrid:
+        """The blocks as points (`Bx, By`) at their origins $k s$ (integers), each reading
+        `block - 1` entries past its origin and none before it (the halo is symmetric:
+        the larger side); the blocks are complete, so none reads outside the array (not
+        periodic). The block entries (`Px, Py`, or `P` with a mask) trail each point;
+        `BlocksAt` reads the blocks of a bucket at their origins on a slab."""
+        geometry, ndim = self.geometry, len(self.grid_size)
+        origins = block_origins(geometry).reshape(geometry.nblocks + (ndim,))
+        reach = tuple(b - 1 for b in self.block_size)
+        dims = self.blocks_shape[:1] + self.blocks_shape[ndim:]
+
+        def local(locs: jax.Array, grid_size: tuple[int, ...]) -> BlocksAt:
+            return BlocksAt(
+                locs, grid_size, self.block_size, self.mask, self.batch_shape,
+                self.array_shape, dims,
+            )  # fmt: skip
+
+        return OffGrid(
+            origins, self.array_shape, self.grid_size, reach, False, local, geometry.entries
+        )
 
     def _normal(self, inner: NamedLinop | None) -> NamedLinop | None:
         """Without `inner`: the overlap counts on the array, then a renaming of the array

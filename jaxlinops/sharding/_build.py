@@ -14,7 +14,7 @@ from .._core import Coupling, FunctionLinop, NamedLinop, all_dims, tile_grid
 from .._dims import fmt
 from .._progress import iterate
 from ._batched import BatchDim, BatchedLinop
-from ._grid import GridSplitLinop, grid_split
+from ._grid import BatchAxis, GridSplitLinop, grid_split
 from ._log import log_plan
 from ._spec import BatchSpec, fit_devices, make_mesh
 from ._tile_arrays import place, stack_tiles
@@ -36,7 +36,9 @@ def create_batched_linop(
 
     A dim that `linop` couples (an FFT's image dim) is split by domain decomposition
     instead of tiled: one slab per device, the FFTs distributed (`GridSplitLinop`; one
-    BatchSpec, one dim).
+    such dim, with at most one dim applied entry by entry, such as coils, split with it on
+    a 2-D device matrix whose axes follow the spec's dims, or looped over in blocks on
+    each device by a second spec of that dim alone).
 
     A list of specs nests: the first tiles `linop` (across its devices), each tile is
     batched by the rest (e.g. readout chunks one after another, to bound memory); only the
@@ -145,33 +147,84 @@ def _grid_dim(A: NamedLinop, spec: BatchSpec) -> str | None:
     if not isinstance(A, NamedLinop) or spec.device_matrix is None:
         return None
     coupled = [d for d in spec.batch_sizes if d in all_dims(A) and A.coupling(d) != Coupling.NONE]
-    return coupled[0] if coupled and len(spec.batch_sizes) == 1 else None
+    return coupled[0] if coupled else None
 
 
 def _split_grid(A: NamedLinop, spec: BatchSpec, dim: str, rest: list) -> GridSplitLinop:
-    """`A` split along its coupled dim `dim` across the devices of `spec`, one slab each."""
+    """`A` split along its coupled dim `dim` across the devices of `spec`, one slab each;
+    with a second dim that `A` applies entry by entry (coils) and a 2-D device matrix,
+    whose axes follow the order of the spec's dims, that dim is split in one block per
+    device along its axis of the matrix (see `grid_split`)."""
+    where = f"`create_batched_linop`: splitting the grid dim {dim!r} of {A.name}"
+    if spec.base_device is not None:
+        raise ValueError(f"{where} takes a BatchSpec without a base_device, for now.")
+    dims = list(spec.batch_sizes)
+    loop = _loop(A, rest, where) if rest else None
+    if loop is not None and len(dims) > 1:
+        raise ValueError(
+            f"{where}: a loop over {loop.dim!r} within each device (a nested BatchSpec) "
+            f"follows a spec of the grid dim alone; got {dims}."
+        )
+    others = [d for d in dims if d != dim]
+    coupled = [d for d in others if d in all_dims(A) and A.coupling(d) != Coupling.NONE]
+    if coupled:
+        raise ValueError(
+            f"{where}: {A.name} couples the dims {[dim, *coupled]} of the spec; splitting two "
+            f"grid dims at once (pencils) is not supported: split one grid dim, with at most "
+            f"one dim the operator applies entry by entry (coils)."
+        )
+    if len(others) > 1:
+        raise ValueError(
+            f"{where}: the spec batches {dims}; a grid split takes the grid dim and at most "
+            f"one dim the operator applies entry by entry (coils), on a 2-D device matrix."
+        )
+    matrix = spec.device_matrix
+    assert isinstance(matrix, np.ndarray)  # BatchSpec converts the matrix
+    matrix = matrix.reshape(-1) if len(dims) == 1 else matrix
+    if matrix.ndim != len(dims):
+        raise ValueError(
+            f"{where}: the spec batches {dims}, so its device matrix needs {len(dims)} axes "
+            f"(one per dim, in the spec's order); got shape {matrix.shape}."
+        )
+    if others:
+        checked_sizes(A, {others[0]: spec.batch_sizes[others[0]]}, "create_batched_linop")
+    counts = [_blocks(A, d, spec.batch_sizes[d], m, where) for d, m in zip(dims, matrix.shape)]
+    matrix = matrix[tuple(slice(0, c) for c in counts)]
+    if dims[0] != dim:  # the slabs on the mesh's first axis
+        matrix, dims = matrix.T, dims[::-1]
     n = A.size(dim)
+    assert n is not None  # `_blocks` checked it
+    return grid_split(A, dim, n, jax.sharding.Mesh(matrix, tuple(dims)), loop=loop)
+
+
+def _loop(A: NamedLinop, rest: list[BatchSpec], where: str) -> BatchAxis:
+    """The loop of a nested spec after a grid split: one dim `A` applies entry by entry
+    (coils), in blocks of its tile, run one after another on each device."""
+    if len(rest) > 1 or len(rest[0].batch_sizes) > 1:
+        raise ValueError(
+            f"{where}: a grid split takes at most one nested BatchSpec of one dim (a loop "
+            f"over coils within each device); got {[dict(r.batch_sizes) for r in rest]}."
+        )
+    ((d, tile),) = rest[0].batch_sizes.items()
+    checked_sizes(A, {d: tile}, "create_batched_linop")
+    n = A.size(d)
     if n is None:
+        raise ValueError(f"{where}: {A.name} does not fix the size of the looped dim {d!r}.")
+    return BatchAxis(d, n, -(-n // tile), across=False)
+
+
+def _blocks(A: NamedLinop, d: str, tile: int, devices: int, where: str) -> int:
+    """How many blocks (one per device) tiles of `tile` cut the dim `d` of `A` into."""
+    n = A.size(d)
+    if n is None:
+        raise ValueError(f"{where}: {A.name} does not fix the size of dim {d!r}.")
+    count, what = -(-n // tile), "slab" if A.coupling(d) != Coupling.NONE else "block"
+    if count > devices:
         raise ValueError(
-            f"`create_batched_linop`: {A.name} does not fix the size of the grid dim {dim!r}."
+            f"{where}: dim {d!r} is split into one {what} per device; tiles of {tile} make "
+            f"{count} {what}s for {devices} devices (use tiles of at least {-(-n // devices)})."
         )
-    if rest or spec.base_device is not None:
-        raise ValueError(
-            f"`create_batched_linop`: splitting the grid dim {dim!r} of {A.name} takes one "
-            f"BatchSpec without a base_device, for now."
-        )
-    assert isinstance(spec.device_matrix, np.ndarray)  # BatchSpec converts the matrix
-    devices = list(spec.device_matrix.flat)
-    count = min(len(devices), -(-n // spec.batch_sizes[dim]))
-    if -(-n // spec.batch_sizes[dim]) > len(devices):
-        raise ValueError(
-            f"`create_batched_linop`: the grid dim {dim!r} of {A.name} is split into one "
-            f"slab per device; tiles of {spec.batch_sizes[dim]} make "
-            f"{-(-n // spec.batch_sizes[dim])} slabs for {len(devices)} devices (use tiles "
-            f"of at least {-(-n // len(devices))})."
-        )
-    mesh = jax.sharding.Mesh(np.array(devices[:count]), (dim,))
-    return grid_split(A, dim, n, mesh)
+    return count
 
 
 def checked_sizes(A: NamedLinop, tiles: Mapping[str, int], what: str) -> dict[str, int | None]:

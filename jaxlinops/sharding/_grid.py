@@ -38,6 +38,13 @@ the stages backwards (each local piece's adjoint, each transpose undone), and th
 $A^H A$ runs both in one program, with no gather in between. Other couplings (gridding
 onto a fixed grid, operators that sum over or reshape the split dim) are refused with an
 error naming the leaf.
+
+A dim the operator applies entry by entry (the coils of a SENSE operator) can be split
+with the grid (`BatchAxis`): across a second mesh axis named after it, each device holding
+a (slab, block of coils), the stages' collectives staying on the slab axis (they act
+within each row of devices of one block) and a `psum` across the coil axis after the
+leaf that sums the coils; or in a loop on each device (nested specs), the stages run
+once per block (`_looped`). Only entry-by-entry leaves are split along that dim.
 """
 
 from __future__ import annotations
@@ -47,6 +54,7 @@ import dataclasses
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.sharding import Mesh, PartitionSpec
 
 from .._core import (
@@ -68,38 +76,75 @@ from ._dfft import fft_split, transpose_split
 from ._grid_points import Points, points_stage
 from ._halo import _Layout, _valid, halo_extend, halo_reduce
 from ._log import logger
-from ._tile_arrays import place, stack_tiles
+from ._tile_arrays import grid_spec, place, stack_tiles
 
 Shape = tuple[int, ...]
 
 
+@dataclasses.dataclass(frozen=True)
+class BatchAxis:
+    """A dim applied entry by entry (coils) split with the grid into `blocks` blocks of
+    `block` of its `size` entries, the last ones zero-padded: `across` the mesh's second
+    axis (named after it), one block per device, else in a loop on each device."""
+
+    dim: str
+    size: int
+    blocks: int
+    across: bool = True
+
+    @property
+    def block(self) -> int:
+        return -(-self.size // self.blocks)
+
+
 class _Local(eqx.Module):
     """A leaf on each device's slab: `tiles` is the leaf split to each slab, stacked on a
-    leading device axis (of size 1 for an array every slab shares)."""
+    leading device axis (of size 1 for an array every slab shares); with `batch`, split to
+    each (slab, block of the batch dim), stacked on two leading axes `[slabs, blocks]`."""
 
     tiles: NamedLinop
     dim_in: str = eqx.field(static=True)
     dim_out: str = eqx.field(static=True)
+    batch: BatchAxis | None = eqx.field(static=True, default=None)
 
     def adjoint(self) -> _Local:
         tiles = self.tiles.linop if isinstance(self.tiles, Adjoint) else Adjoint(self.tiles)
-        return _Local(tiles, self.dim_out, self.dim_in)
+        return _Local(tiles, self.dim_out, self.dim_in, self.batch)
 
     def tile(self) -> NamedLinop:
         """This device's piece (inside `shard_map`, where the arrays are its blocks)."""
         own, static = eqx.partition(self.tiles, eqx.is_array)
-        return eqx.combine(jax.tree.map(lambda a: a[0], own), static)
+        lead = (0,) * (1 if self.batch is None else 2)
+        return eqx.combine(jax.tree.map(lambda a: a[lead], own), static)
+
+    def at(self, j: jax.Array) -> _Local:
+        """The stage of block `j` of a batch dim run in a loop (its tiles along the second
+        axis, the one kept)."""
+
+        def pick(a):
+            return jax.lax.dynamic_slice_in_dim(a, j, 1, axis=1) if a.shape[1] > 1 else a
+
+        own, static = eqx.partition(self.tiles, eqx.is_array)
+        return dataclasses.replace(self, tiles=eqx.combine(jax.tree.map(pick, own), static))
 
     def run(self, x: jax.Array, shape: Shape, axis: int, axis_name: str) -> jax.Array:
-        return self.tile()(x)
+        y = self.tile()(x)
+        b, dims = self.batch, self.tiles
+        if b is not None and b.across and b.dim in dims.ishape and b.dim not in dims.oshape:
+            return jax.lax.psum(y, b.dim)  # each device summed its block of the batch dim
+        return y
 
     def out(self, shape: Shape, axis: int, devices: int, dtype) -> tuple[Shape, int]:
-        block = list(shape)
-        block[axis] = -(-shape[axis] // devices)
-        piece = self.tile()
-        local = jax.eval_shape(piece, jax.ShapeDtypeStruct(tuple(block), dtype))
-        n, axis = shape[axis], _axis(piece.oshape, self.dim_out, local.ndim)
-        return tuple(n if a == axis else s for a, s in enumerate(local.shape)), axis
+        piece, b = self.tile(), self.batch
+        block = _with(shape, axis, -(-shape[axis] // devices))
+        if b is not None and b.dim in piece.ishape:
+            block = _with(block, _axis(piece.ishape, b.dim, len(block)), b.block)
+        local = jax.eval_shape(piece, jax.ShapeDtypeStruct(block, dtype))
+        out = _axis(piece.oshape, self.dim_out, local.ndim)
+        shape = _with(tuple(local.shape), out, shape[axis])
+        if b is not None and b.dim in piece.oshape:
+            shape = _with(shape, _axis(piece.oshape, b.dim, len(shape)), b.size)
+        return shape, out
 
 
 class _Transform(eqx.Module):
@@ -246,12 +291,15 @@ Stage = _Local | _Transform | _Halo | _Resize | _Rename | Points
 class GridSplitLinop(NamedLinop):
     """An operator run on slabs of a dim it couples, across the devices of one mesh axis
     (see the module doc); build it with `create_batched_linop(A, BatchSpec({dim: tile},
-    device_matrix=devices))` where `A` couples `dim`.
+    device_matrix=devices))` where `A` couples `dim`. A second mesh axis, named after a
+    dim `A` applies entry by entry (coils), splits that dim too, in blocks (see
+    `grid_split`).
 
     `stages` run in order inside one `shard_map`; the input is split along `dim`, the
-    output along the dim the split ends on. `sizes` holds the operator's dim sizes (the
-    split dims' global sizes included). `normal_split` is the split of the operator's own
-    structured normal (kept by the adjoint, `adjointed`, whose normal is not it).
+    output along the dim the split ends on (and both along the batch dim where they have
+    it). `sizes` holds the operator's dim sizes (the split dims' global sizes included).
+    `normal_split` is the split of the operator's own structured normal (kept by the
+    adjoint, `adjointed`, whose normal is not it).
     """
 
     stages: tuple[Stage, ...]
@@ -261,15 +309,25 @@ class GridSplitLinop(NamedLinop):
     mesh: Mesh = eqx.field(static=True)
     normal_split: GridSplitLinop | None = None
     adjointed: bool = eqx.field(static=True, default=False)
+    loop: BatchAxis | None = eqx.field(static=True, default=None)
 
     @property
     def name(self) -> str:
-        axis, devices = next(iter(self.mesh.shape.items()))
-        return f"GridSplit[{self.stages[0].dim_in} over {axis}:{devices}]"
+        b, devices = self.batch, self.mesh.shape[self.axis]
+        also = "" if b is None else f", {b.dim} over {b.dim}:{b.blocks}"
+        if self.loop is not None:
+            also = f", {self.loop.dim}/{self.loop.block} in a loop"
+        return f"GridSplit[{self.stages[0].dim_in} over {self.axis}:{devices}{also}]"
 
     @property
     def axis(self) -> str:
-        return next(iter(self.mesh.shape))
+        """The mesh axis holding the slabs (the first)."""
+        return self.mesh.axis_names[0]
+
+    @property
+    def batch(self) -> BatchAxis | None:
+        """The batch dim split across the mesh's second axis, if it has one."""
+        return _batch_of(self.mesh, self.size)
 
     def size(self, dim: str) -> int | None:
         return dict(self.sizes).get(dim)
@@ -309,32 +367,52 @@ class GridSplitLinop(NamedLinop):
         )
 
     def apply(self, x: jax.Array) -> jax.Array:
-        devices = self.mesh.devices.size
         shapes = self._shapes(x)
         first = _axis(self.ishape, self.stages[0].dim_in, x.ndim)
-        x = _pad(x, first, devices)
+        x_axes = self._split_axes(self.ishape, first, x.ndim)
+        for a, name in x_axes.items():
+            x = _pad(x, a, self.mesh.shape[name])
         arrays, static = eqx.partition(self.stages, eqx.is_array)
         specs = tuple(_specs(s, a, self.axis) for s, a in zip(self.stages, arrays))
         out_shape, out_axis = shapes[-1]
+        y_axes = self._split_axes(self.oshape, out_axis, len(out_shape))
+        loop, loop_axes = self.loop, (None, None)
+        if loop is not None:  # its dim: padded to whole blocks, not split across devices
+            loop_axes = tuple(
+                _axis(dims, loop.dim, ndim) if loop.dim in dims else None
+                for dims, ndim in ((self.ishape, x.ndim), (self.oshape, len(out_shape)))
+            )
+            if loop_axes[0] is not None:
+                x = _pad(x, loop_axes[0], loop.blocks)
 
         def body(arrays, block):
             stages = eqx.combine(arrays, static)
-            for stage, (shape, axis) in zip(stages, shapes):
-                block = stage.run(block, shape, axis, self.axis)
-            return block
+            if loop is not None:
+                return _looped(stages, shapes, block, loop, loop_axes, self.axis)
+            return _run(stages, shapes, block, self.axis)
 
         y = jax.shard_map(
             body,
             mesh=self.mesh,
-            in_specs=(specs, _spec(x.ndim, first, self.axis)),
-            out_specs=_spec(len(out_shape), out_axis, self.axis),
+            in_specs=(specs, _spec(x.ndim, x_axes)),
+            out_specs=_spec(len(out_shape), y_axes),
         )(arrays, x)
-        return jax.lax.slice_in_dim(y, 0, out_shape[out_axis], axis=out_axis)
+        for a in (*y_axes, *(a for a in loop_axes[1:] if a is not None)):
+            y = jax.lax.slice_in_dim(y, 0, out_shape[a], axis=a)
+        return y
+
+    def _split_axes(self, shape: Dims, axis: int, ndim: int) -> dict[int, str]:
+        """The mesh axis of each split array axis of an input or output laid out by `shape`
+        (`ndim` axes, split along `axis`): the slabs', and the batch dim's where it has it."""
+        axes, b = {axis: self.axis}, self.batch
+        if b is not None and b.dim in shape:
+            axes[_axis(shape, b.dim, ndim)] = b.dim
+        return axes
 
     def _shapes(self, x: jax.Array) -> list[tuple[Shape, int]]:
         """The global (unpadded) shape at the input of each stage and the axis split there,
         then the output's (traced shapes only)."""
-        devices = self.mesh.devices.size
+        devices = self.mesh.shape[self.axis]
         shape, axis = tuple(x.shape), _axis(self.ishape, self.stages[0].dim_in, x.ndim)
         out = []
         for stage in self.stages:
@@ -345,16 +423,38 @@ class GridSplitLinop(NamedLinop):
 
 
 def grid_split(
-    A: NamedLinop, dim: str, size: int, mesh: Mesh, normal: bool = True
+    A: NamedLinop,
+    dim: str,
+    size: int,
+    mesh: Mesh,
+    normal: bool = True,
+    loop: BatchAxis | None = None,
 ) -> GridSplitLinop:
-    """`A` split along `dim` (of `size` entries) across the one axis of `mesh`: its leaves
-    (a Chain's, in order; a NUFFT's steps) become stages; a ValueError names a leaf whose
-    coupling of the split dim this cannot do yet, and the dim asked for. With `normal`,
-    a structured `A.N` is split too (see `_structured_normal`). A dim of the output only
-    (the image of an adjoint NUFFT) is split as the adjoint of `A.H` split there."""
+    r"""`A` split along `dim` (of `size` entries) across the first axis of `mesh`: its
+    leaves (a Chain's, in order; a NUFFT's steps) become stages; a ValueError names a leaf
+    whose coupling of the split dim this cannot do yet, and the dim asked for. With
+    `normal`, a structured `A.N` is split too (see `_structured_normal`). A dim of the
+    output only (the image of an adjoint NUFFT) is split as the adjoint of `A.H` split
+    there.
+
+    A second mesh axis, named after a dim `A` applies entry by entry (coils, of a size `A`
+    fixes), splits that dim too, in one block of $\lceil C / D_c \rceil$ entries per
+    device along it (the last blocks zero-padded): every device holds a (slab, block).
+    The stages communicate along the first axis only (within each row of devices of one
+    block); a leaf that has the batch dim only in its output (coil maps) makes its block
+    from an input every block shares, one that has it only in its input (their adjoint)
+    sums its block, and a `psum` across the second axis adds the blocks' sums (zero
+    padded blocks add zero). With `loop` (a batch dim not `across` the mesh: nested
+    specs) the blocks run in a loop on each device instead (see `_looped`)."""
     if dim not in A.ishape and dim in A.oshape:  # split an output: the adjoint's input
-        return grid_split(A.H, dim, size, mesh, normal=False).adjoint()
-    devices = mesh.devices.size
+        try:
+            return grid_split(A.H, dim, size, mesh, normal=False, loop=loop).adjoint()
+        except ValueError as error:
+            raise ValueError(
+                f"{error} ({A.name} is split along {dim!r}, a dim of its output only, as "
+                f"the adjoint of {A.H.name} split there)"
+            ) from None
+    batch = loop or _batch_of(mesh, A.size)
     stages, split, n, known = [], dim, size, [A]
     leaves = list(A.flatten() if isinstance(A, Chain) else (A,))
     while leaves:
@@ -368,7 +468,8 @@ def grid_split(
             leaves[:0], known = steps.flatten(), known + [steps]
             continue
         try:
-            split, n = _add_stage(stages, known, leaf, split, n, devices, mesh)
+            split, n = _add_stage(stages, known, leaf, split, n, mesh, batch)
+            _check_batch(stages[-1], leaf, batch)
         except ValueError as error:
             if split == dim:
                 raise
@@ -378,11 +479,14 @@ def grid_split(
             ) from None
     return GridSplitLinop(
         stages=tuple(stages), ishape=A.ishape, oshape=A.oshape, sizes=_sizes(A), mesh=mesh,
-        normal_split=_structured_normal(A, dim, size, mesh) if normal else None,
+        normal_split=_structured_normal(A, dim, size, mesh, loop) if normal else None,
+        loop=loop,
     )  # fmt: skip
 
 
-def _structured_normal(A: NamedLinop, dim: str, size: int, mesh: Mesh) -> GridSplitLinop | None:
+def _structured_normal(
+    A: NamedLinop, dim: str, size: int, mesh: Mesh, loop: BatchAxis | None
+) -> GridSplitLinop | None:
     """The split of `A.N` where its folding rules give it a structure of its own (a
     NUFFT's Toeplitz embedding, $F^H F = I$), built now, as its arrays (a Toeplitz kernel)
     are split like the operator's; None where `A.N` is the plain chain `A`, `A^H`. A
@@ -392,7 +496,7 @@ def _structured_normal(A: NamedLinop, dim: str, size: int, mesh: Mesh) -> GridSp
         N = A.normal()
         if jax.tree.structure(N) == jax.tree.structure(default_normal(A)):
             return None
-        return grid_split(N, dim, size, mesh, normal=False)
+        return grid_split(N, dim, size, mesh, normal=False, loop=loop)
     except ValueError as error:
         logger.warning(
             "`create_batched_linop`: the normal of %s keeps no structure: %s", A.name, error
@@ -400,10 +504,11 @@ def _structured_normal(A: NamedLinop, dim: str, size: int, mesh: Mesh) -> GridSp
         return None
 
 
-def _add_stage(stages: list, known: list, leaf, split: str, n: int, devices: int, mesh: Mesh):
+def _add_stage(stages: list, known: list, leaf, split: str, n: int, mesh: Mesh, batch):
     """Append the stage of `leaf` (at split dim `split` of `n` entries) to `stages`; return
     where the split is after it: its dim and size (the first of the operators `known`
     that fixes it)."""
+    devices = mesh.shape[mesh.axis_names[0]]
     if isinstance(leaf, Identity):  # a renaming, position by position
         stages.append(_Rename(split, leaf.oshape[leaf.ishape.index(split)]))
         return stages[-1].dim_out, n
@@ -430,18 +535,18 @@ def _add_stage(stages: list, known: list, leaf, split: str, n: int, devices: int
     if split in all_dims(leaf) and leaf.coupling(split).kind == "halo":
         stages.append(_halo(leaf, split, n, devices, mesh))
         return stages[-1].dim_out, n
-    stages.append(_local(leaf, split, n, devices, mesh))
+    stages.append(_local(leaf, split, n, devices, mesh, batch))
     return split, n
 
 
-def _local(leaf: NamedLinop, split: str, n: int, devices: int, mesh: Mesh) -> _Local:
-    """The stage of a leaf that applies the split dim entry by entry, or a ValueError."""
-    if split not in all_dims(leaf):
-        tiles = stack_tiles([leaf] * devices, (devices,))
-        assert tiles is not None, "identical tiles stack"
-        return _Local(place(tiles, mesh, (next(iter(mesh.shape)),)), split, split)
-    coupling = leaf.coupling(split)
-    if coupling != Coupling.NONE or split not in leaf.oshape or split not in leaf.ishape:
+def _local(
+    leaf: NamedLinop, split: str, n: int, devices: int, mesh: Mesh, batch: BatchAxis | None
+) -> _Local:
+    """The stage of a leaf that applies the split dim entry by entry, or a ValueError;
+    split along the `batch` dim too where `_splits_batch` says so."""
+    dims = all_dims(leaf)
+    coupling = leaf.coupling(split) if split in dims else Coupling.NONE
+    if split in dims and (coupling != Coupling.NONE or not _both_sides(leaf, split)):
         what = "sums over it" if coupling == Coupling.NONE else f"couples it ({coupling})"
         raise ValueError(
             f"`create_batched_linop`: {leaf.name} ({fmt(leaf.ishape)} -> {fmt(leaf.oshape)}) "
@@ -449,17 +554,121 @@ def _local(leaf: NamedLinop, split: str, n: int, devices: int, mesh: Mesh) -> _L
             f"(entry-by-entry operators, FFTs, Pad, Crop and shift-invariant halo operators "
             f"such as Convolution do)."
         )
-    block = -(-n // devices)
-    padded = {split: n} if block * devices != n else {}
-    slabs = [Tile({split: slice(i * block, (i + 1) * block)}, padded) for i in range(devices)]
-    parts = [leaf.split(tile) for tile in slabs]
-    tiles = stack_tiles(parts, (devices,))
+    cuts = {split: (n, devices)}
+    if batch is not None and _splits_batch(leaf, batch.dim):
+        cuts[batch.dim] = (batch.size, batch.blocks)
+    else:
+        batch = None
+    grid = tuple(count for _, count in cuts.values())
+    parts = []
+    for index in np.ndindex(*grid):
+        at = {d: i for d, i in zip(cuts, index) if d in dims}
+        parts.append(leaf.split(_tile(cuts, at)) if at else leaf)
+    tiles = stack_tiles(parts, grid)
     if tiles is None:
         raise ValueError(
-            f"`create_batched_linop`: the slabs of {leaf.name} along {split!r} differ in "
+            f"`create_batched_linop`: the tiles of {leaf.name} along {tuple(cuts)} differ in "
             f"structure, so they cannot run as one program."
         )
-    return _Local(place(tiles, mesh, (next(iter(mesh.shape)),)), split, split)
+    names = (mesh.axis_names[0],) + ((batch.dim if batch.across else None,) if batch else ())
+    return _Local(place(tiles, mesh, names), split, split, batch)
+
+
+def _tile(cuts: dict[str, tuple[int, int]], at: dict[str, int]) -> Tile:
+    r"""Block `at[d]` of each dim `d` cut into `cuts[d] = (size, count)` blocks of
+    $\lceil size / count \rceil$ entries, the last ones padded past the end."""
+    slices, padded = {}, {}
+    for d, i in at.items():
+        n, count = cuts[d]
+        block = -(-n // count)
+        slices[d] = slice(i * block, (i + 1) * block)
+        if block * count != n:
+            padded[d] = n
+    return Tile(slices, padded)
+
+
+def _both_sides(leaf: NamedLinop, dim: str) -> bool:
+    return dim in leaf.ishape and dim in leaf.oshape
+
+
+def _splits_batch(leaf: NamedLinop, dim: str) -> bool:
+    """Whether a leaf is split along the batch dim `dim` (into the blocks of the devices):
+    it has arrays along it (coil maps), or has it on one side only (it makes or sums it).
+    Others (an FFT, a kernel broadcast over the coils) run unchanged on each block."""
+    has = dim in all_dims(leaf)
+    return has and (leaf.size(dim) is not None or not _both_sides(leaf, dim))
+
+
+def _check_batch(stage: Stage, leaf: NamedLinop, batch: BatchAxis | None) -> None:
+    """Refuse a leaf (run as `stage`) through which the batch dim cannot be split: one
+    coupling it, having it internally, or one run by a communicating stage that would need
+    splitting along it (only entry-by-entry leaves are)."""
+    if batch is None or batch.dim not in all_dims(leaf):
+        return
+    where = f"`create_batched_linop`: {leaf.name} ({fmt(leaf.ishape)} -> {fmt(leaf.oshape)})"
+    coupling = leaf.coupling(batch.dim)
+    if coupling != Coupling.NONE:
+        raise ValueError(
+            f"{where} couples the batch dim {batch.dim!r} ({coupling}); splitting it with "
+            f"the grid needs operators that apply it entry by entry."
+        )
+    if batch.dim not in leaf.ishape and batch.dim not in leaf.oshape:
+        raise ValueError(
+            f"{where} sums over the batch dim {batch.dim!r} internally; splitting it with "
+            f"the grid needs it in the operator's input or output."
+        )
+    if not isinstance(stage, _Local) and _splits_batch(leaf, batch.dim):
+        raise ValueError(
+            f"{where} has arrays along the batch dim {batch.dim!r} (or makes or sums it) "
+            f"and couples the grid; splitting the batch dim with the grid covers only such "
+            f"operators that apply the grid entry by entry."
+        )
+
+
+def _batch_of(mesh: Mesh, size) -> BatchAxis | None:
+    """The batch dim of a mesh's second axis (named after it; `size`: its size), if any."""
+    if len(mesh.axis_names) < 2:
+        return None
+    dim = mesh.axis_names[1]
+    n = size(dim)
+    if n is None:
+        raise ValueError(
+            f"`create_batched_linop`: the operator does not fix the size of the batch dim "
+            f"{dim!r} split with the grid."
+        )
+    return BatchAxis(dim, n, mesh.shape[dim])
+
+
+def _run(stages, shapes: list[tuple[Shape, int]], x: jax.Array, name: str) -> jax.Array:
+    """The stages on this device's block `x` (inside `shard_map`; `shapes`: the global
+    shape and split axis at each stage's input, see `GridSplitLinop._shapes`)."""
+    for stage, (shape, axis) in zip(stages, shapes):
+        x = stage.run(x, shape, axis, name)
+    return x
+
+
+def _looped(stages, shapes, x: jax.Array, loop: BatchAxis, axes, name: str) -> jax.Array:
+    """The stages run once per block $j$ of the `loop` dim, with the stages split along
+    it at block $j$ (`_Local.at`) on block $j$ of the input where it has the dim (`axes`:
+    its axis in the input and the output, or None): the outputs stacked along the dim
+    where the output has it, else added (the operator is linear, so the stages after the
+    one that sums over the dim may run on each block's partial sum)."""
+    at_in, at_out = axes
+
+    def one(j):
+        own = [s.at(j) if isinstance(s, _Local) and s.batch is not None else s for s in stages]
+        if at_in is not None:
+            x_j = jax.lax.dynamic_slice_in_dim(x, j * loop.block, loop.block, axis=at_in)
+        else:
+            x_j = x
+        return _run(own, shapes, x_j, name)
+
+    if at_out is None:  # (the sum varies over the slab axis, as each block's output)
+        out = jax.eval_shape(one, 0)
+        zero = jax.lax.pcast(jnp.zeros(out.shape, out.dtype), (name,), to="varying")
+        return jax.lax.fori_loop(0, loop.blocks, lambda j, acc: acc + one(j), zero)
+    ys = jnp.moveaxis(jax.lax.map(one, jnp.arange(loop.blocks)), 0, at_out)
+    return ys.reshape(ys.shape[:at_out] + (-1,) + ys.shape[at_out + 2 :])
 
 
 def _halo(leaf: NamedLinop, split: str, n: int, devices: int, mesh: Mesh) -> _Halo:
@@ -531,10 +740,13 @@ def _axis(shape: Dims, dim: str, ndim: int) -> int:
 
 def _specs(stage: Stage, arrays, name: str):
     """The `shard_map` specs of a stage's arrays: those of a `_Local` or `Points` split
-    along their leading (device) axis where it has one entry per device; the others'
+    along their leading (device) axis where it has one entry per device (a `_Local` with
+    a batch dim: also along the second, across the batch dim's mesh axis); the others'
     replicated."""
     if isinstance(stage, (_Local, Points)):
-        return jax.tree.map(lambda a: PartitionSpec(name if a.shape[0] > 1 else None), arrays)
+        b = stage.batch if isinstance(stage, _Local) else None
+        axes = (name,) if b is None else (name, b.dim if b.across else None)
+        return jax.tree.map(lambda a: grid_spec(a, axes), arrays)
     return jax.tree.map(lambda a: PartitionSpec(), arrays)
 
 
@@ -573,8 +785,9 @@ def _with(shape: Shape, axis: int, n: int) -> Shape:
     return tuple(n if a == axis else s for a, s in enumerate(shape))
 
 
-def _spec(ndim: int, axis: int, name: str) -> PartitionSpec:
-    return PartitionSpec(*(name if a == axis else None for a in range(ndim)))
+def _spec(ndim: int, axes: dict[int, str]) -> PartitionSpec:
+    """An array of `ndim` axes split along each axis of `axes` over its mesh axis."""
+    return PartitionSpec(*(axes.get(a) for a in range(ndim)))
 
 
 def _pad(x: jax.Array, axis: int, devices: int) -> jax.Array:

@@ -1,5 +1,5 @@
 r"""Gridding on a split grid: an operator that reads a grid at off-grid points (`OffGrid`:
-`Interpolate`, the NUFFT's interpolation), run on slabs of one grid dim.
+`Interpolate`, the NUFFT's interpolation, `ArrayToBlocks`), run on slabs of one grid dim.
 
 The grid dim of $N$ entries is held in slabs of $B = \lceil N / D \rceil$ (see `_halo`).
 At build time each point goes into the *bucket* of the slab holding its cell
@@ -12,7 +12,8 @@ dim: $p' = p - dB + h$. On device $d$:
   padded to the largest with points whose values are never used), and the values go to
   the devices that own them in the output, which is split along the first point dim in
   blocks of $\lceil L_0 / D \rceil$: one `all_to_all` of fixed-size chunks whose indices
-  are fixed at build time;
+  are fixed at build time. Per-point trailing dims (`OffGrid.trailing`: a block's
+  entries) travel with their point untouched;
 - adjoint: the values come back from their owners (the same `all_to_all`, reversed), are
   spread onto the extended slab, and the halos are added into the neighbours
   (`halo_reduce`).
@@ -49,7 +50,8 @@ class Points(eqx.Module):
     points, stacked on a leading device axis. `send` `[D, D, Q]`: per device and
     destination, the bucket positions of the values sent there (`bucket` for padding);
     `recv` `[D, D, Q]`: per device and source, their positions in this device's output
-    block (past the block for padding). `reduce`: the adjoint."""
+    block (past the block for padding). `trailing`: the sizes of the per-point dims
+    after the point dims (see `OffGrid`). `reduce`: the adjoint."""
 
     tiles: NamedLinop
     send: jax.Array
@@ -62,6 +64,7 @@ class Points(eqx.Module):
     periodic: bool = eqx.field(static=True)
     dim_in: str = eqx.field(static=True)
     dim_out: str = eqx.field(static=True)
+    trailing: Shape = eqx.field(static=True, default=())
     reduce: bool = eqx.field(static=True, default=False)
 
     def adjoint(self) -> Points:
@@ -73,46 +76,55 @@ class Points(eqx.Module):
         own, static = eqx.partition(self.tiles, eqx.is_array)
         tile = eqx.combine(jax.tree.map(lambda a: a[0], own), static)
         send, recv, n = self.send[0], self.recv[0], self.grid[self.split]
+        w = self.trailing
         if self.reduce:
-            batch = x.shape[: x.ndim - len(self.points)]
-            got = _exchange(_take(x.reshape(batch + (-1,)), recv), axis_name)
-            values = _put(jnp.zeros(batch + (self.bucket,), x.dtype), send, got)
+            batch = x.shape[: x.ndim - len(self.points) - len(w)]
+            got = _exchange(_take(x.reshape(batch + (-1,) + w), recv, w), axis_name, w)
+            values = _put(jnp.zeros(batch + (self.bucket,) + w, x.dtype), send, got, w)
             slab = tile.apply_adjoint(values)
             at = len(batch) + self.split
             return halo_reduce(slab, at, self.halo, axis_name, n, self.periodic)
         values = tile(halo_extend(x, axis, self.halo, axis_name, n, self.periodic))
-        batch = values.shape[:-1]
-        got = _exchange(_take(values, send), axis_name)
+        batch = values.shape[: values.ndim - 1 - len(w)]
+        got = _exchange(_take(values, send, w), axis_name, w)
         block = -(-self.points[0] // jax.lax.axis_size(axis_name))
-        out = jnp.zeros(batch + (block * math.prod(self.points[1:]),), values.dtype)
-        return _put(out, recv, got).reshape(batch + (block,) + self.points[1:])
+        out = jnp.zeros(batch + (block * math.prod(self.points[1:]),) + w, values.dtype)
+        return _put(out, recv, got, w).reshape(batch + (block,) + self.points[1:] + w)
 
     def out(self, shape: Shape, axis: int, devices: int, dtype) -> tuple[Shape, int]:
         if self.reduce:
-            batch = shape[: len(shape) - len(self.points)]
+            batch = shape[: len(shape) - len(self.points) - len(self.trailing)]
             return batch + self.grid, len(batch) + self.split
         batch = shape[: len(shape) - len(self.grid)]
-        return batch + self.points, len(batch)
+        return batch + self.points + self.trailing, len(batch)
 
 
-def _take(values: jax.Array, index: jax.Array) -> jax.Array:
-    """`values[..., index]` for `index` `[D, Q]`: `[..., D, Q]`, zero where `index` is
-    past the end (padding)."""
-    return jnp.take(values, index, axis=-1, mode="fill", fill_value=0)
+# The helpers below find the point axis of their arrays before the trailing per-point
+# dims of sizes `w`, which they carry along untouched.
 
 
-def _put(out: jax.Array, index: jax.Array, values: jax.Array) -> jax.Array:
-    """`out` with `out[..., index] = values` for `index` and `values` `[..., D, Q]`;
-    indices past the end (padding) are dropped."""
-    flat = values.reshape(values.shape[:-2] + (-1,))
-    return out.at[..., index.reshape(-1)].set(flat, mode="drop")
+def _take(values: jax.Array, index: jax.Array, w: Shape) -> jax.Array:
+    """`values[..., index, *w]` for `index` `[D, Q]`: `[..., D, Q, *w]`, zero where
+    `index` is past the end (padding)."""
+    at = values.ndim - 1 - len(w)
+    return jnp.take(values, index, axis=at, mode="fill", fill_value=0)
 
 
-def _exchange(chunks: jax.Array, axis_name: str) -> jax.Array:
-    """`chunks` `[..., D, Q]`: chunk `e` goes to device `e`; returns `[..., D, Q]`, the
-    chunks received, by source device."""
-    moved = jnp.moveaxis(chunks, -2, 0)
-    return jnp.moveaxis(jax.lax.all_to_all(moved, axis_name, 0, 0, tiled=True), 0, -2)
+def _put(out: jax.Array, index: jax.Array, values: jax.Array, w: Shape) -> jax.Array:
+    """`out` with `out[..., index, *w] = values` for `index` `[D, Q]` and `values`
+    `[..., D, Q, *w]`; indices past the end (padding) are dropped."""
+    at = values.ndim - 2 - len(w)
+    flat = values.reshape(values.shape[:at] + (-1,) + w)
+    where = (Ellipsis, index.reshape(-1)) + (slice(None),) * len(w)
+    return out.at[where].set(flat, mode="drop")
+
+
+def _exchange(chunks: jax.Array, axis_name: str, w: Shape) -> jax.Array:
+    """`chunks` `[..., D, Q, *w]`: chunk `e` goes to device `e`; returns `[..., D, Q, *w]`,
+    the chunks received, by source device."""
+    at = chunks.ndim - 2 - len(w)
+    moved = jnp.moveaxis(chunks, at, 0)
+    return jnp.moveaxis(jax.lax.all_to_all(moved, axis_name, 0, 0, tiled=True), 0, at)
 
 
 def points_stage(leaf: NamedLinop, grid: OffGrid, split: str, devices: int, mesh: Mesh) -> Points:
@@ -159,8 +171,9 @@ def points_stage(leaf: NamedLinop, grid: OffGrid, split: str, devices: int, mesh
     send, recv = _routes(members, points, devices, bucket)
     name = next(iter(mesh.shape))
     tiles, send, recv = place((tiles, jnp.asarray(send), jnp.asarray(recv)), mesh, (name,))
-    dim_out = leaf.oshape[len(leaf.oshape) - len(points)]
-    args = (grid.grid_size, axis, points, bucket, h, grid.periodic, split, dim_out)
+    w = tuple(grid.trailing)
+    dim_out = leaf.oshape[len(leaf.oshape) - len(points) - len(w)]
+    args = (grid.grid_size, axis, points, bucket, h, grid.periodic, split, dim_out, w)
     return Points(tiles, send, recv, *args)
 
 

@@ -202,8 +202,9 @@ def plan_batches(
       devices; `create_batched_linop` builds a `GridSplitLinop`). When those slabs are
       ragged, also even slabs on the most devices $D' \ge 2$ that divide $n_d$: a ragged
       split holds its whole input and output on each device (the sharded dims of a
-      `jax.Array` divide evenly), so fewer devices can need less. A grid split is not split
-      further, so it has no loop; one the sharding layer refuses to build (a leaf whose
+      `jax.Array` divide evenly), so fewer devices can need less. The planner proposes no
+      grid split with coils on a 2-D mesh or a coil loop inside it (both can be built by
+      hand, see `create_batched_linop`); one the sharding layer refuses to build (a leaf whose
       coupling it cannot split: a ValueError building or tracing it) is dropped, its reason
       kept in the report.
 
