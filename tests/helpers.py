@@ -98,3 +98,13 @@ def assert_refusal(error: BaseException, op, dim: str, what: str = "split") -> N
     assert f"'{dim}'" in str(error), f"the refusal does not name the dim: {message}"
     names = {n for o in operators_in(op) for n in (o.name, type(o).__name__)}
     assert any(n in str(error) for n in names), f"the refusal names no operator: {message}"
+
+
+def grid_split(A, devices: int, dim: str = "Nx"):
+    """`A` split along its grid dim `dim` into one slab per device over the first `devices`
+    devices (`create_batched_linop`, which must build a `GridSplitLinop`)."""
+    n = A.size(dim)
+    spec = jaxlinops.BatchSpec({dim: -(-n // devices)}, device_matrix=jax.devices()[:devices])
+    B = jaxlinops.create_batched_linop(A, spec)
+    assert isinstance(B, jaxlinops.sharding.GridSplitLinop), type(B)
+    return B

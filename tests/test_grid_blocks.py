@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from helpers import assert_close, assert_refusal, rand, rtol
+from helpers import assert_close, assert_refusal, grid_split as split, rand, rtol
 
 import jaxlinops as jl
 from jaxlinops.linops._blocks_at import BlocksAt
@@ -21,14 +21,6 @@ from jaxlinops.sharding._grid_points import Points
 from jaxlinops.testing import inner
 
 C128 = jnp.complex128
-
-
-def split(A, devices, dim):
-    n = A.size(dim)
-    spec = jl.BatchSpec({dim: -(-n // devices)}, device_matrix=jax.devices()[:devices])
-    B = jl.create_batched_linop(A, spec)
-    assert isinstance(B, jl.sharding.GridSplitLinop)
-    return B
 
 
 def unfold(x, block, stride, mask=None):

@@ -25,17 +25,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from helpers import assert_close, rand, rtol
+from helpers import assert_close, grid_split as split, rand, rtol
 
 import jaxlinops as jl
 
 C128 = jnp.complex128
-
-
-def split(A, devices, dim="Nx"):
-    n = A.size(dim)
-    spec = jl.BatchSpec({dim: -(-n // devices)}, device_matrix=jax.devices()[:devices])
-    return jl.create_batched_linop(A, spec)
 
 
 def check_split(A, devices, dim, x, y, forward, adjoint):

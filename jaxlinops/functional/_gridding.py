@@ -213,10 +213,14 @@ def _chunk_size(batch: int, sizes: tuple[int, ...]) -> int:
 
 
 def _chunks(arrays, size: int):
-    """Each `[P, ...]` array zero-padded to a multiple of `size` points and split into
-    `[chunks, size, ...]` (padded points have weight 0 and window origin 0)."""
+    """Each `[P, ...]` array split into `[chunks, s, ...]`: as few chunks as chunks of at
+    most `size` points allow, of equal size `s`, the last zero-padded (padded points have
+    weight 0 and window origin 0). Equal chunks pad less than a multiple of `size` does:
+    2,140 points in chunks of at most 2,048 are two of 1,070, not two of 2,048 (half of
+    them padding, measured 1.7x slower for a split NUFFT's bucket)."""
     points = arrays[0].shape[0]
     count = -(-points // size)
+    size = -(-points // count)
 
     def split(a):
         a = jnp.pad(a, [(0, count * size - points)] + [(0, 0)] * (a.ndim - 1))
