@@ -76,7 +76,7 @@ from ._dfft import fft_split, transpose_split
 from ._grid_points import Points, points_stage
 from ._halo import _Layout, _valid, halo_extend, halo_reduce
 from ._log import logger
-from ._tile_arrays import grid_spec, place, stack_tiles
+from ._tile_arrays import grid_spec, place, stack_tiles, tile_at
 
 Shape = tuple[int, ...]
 
@@ -113,9 +113,7 @@ class _Local(eqx.Module):
 
     def tile(self) -> NamedLinop:
         """This device's piece (inside `shard_map`, where the arrays are its blocks)."""
-        own, static = eqx.partition(self.tiles, eqx.is_array)
-        lead = (0,) * (1 if self.batch is None else 2)
-        return eqx.combine(jax.tree.map(lambda a: a[lead], own), static)
+        return tile_at(self.tiles, (0,) * (1 if self.batch is None else 2))
 
     def at(self, j: jax.Array) -> _Local:
         """The stage of block `j` of a batch dim run in a loop (its tiles along the second
@@ -688,13 +686,11 @@ def _halo(leaf: NamedLinop, split: str, n: int, devices: int, mesh: Mesh) -> _Ha
             f"position by position to its output; splitting it by halo exchange needs that."
         )
     lay = _Layout(n, devices, coupling.width, coupling.periodic)
-    limit = lay.last if coupling.periodic else lay.block
-    if coupling.width > limit:
+    if coupling.width > lay.limit:
         raise ValueError(
             f"{where} couples the grid dim {split!r} within {coupling}, more than the "
-            f"{limit} entries each halo can take from one neighbour ({n} entries over "
-            f"{devices} devices: slabs of {lay.block}, the last with {lay.last}); split "
-            f"over fewer devices."
+            f"{lay.limit} entries each halo can take from one neighbour ({lay.describe()}); "
+            f"split over fewer devices."
         )
     dim_out = leaf.oshape[leaf.ishape.index(split)]
     leaf = place(leaf, mesh, ())

@@ -38,7 +38,7 @@ from jax.sharding import Mesh
 from .._core import NamedLinop, OffGrid
 from .._dims import fmt
 from ._halo import _Layout, halo_extend, halo_reduce
-from ._tile_arrays import place, stack_tiles
+from ._tile_arrays import place, stack_tiles, tile_at
 
 Shape = tuple[int, ...]
 
@@ -73,8 +73,7 @@ class Points(eqx.Module):
         )
 
     def run(self, x: jax.Array, shape: Shape, axis: int, axis_name: str) -> jax.Array:
-        own, static = eqx.partition(self.tiles, eqx.is_array)
-        tile = eqx.combine(jax.tree.map(lambda a: a[0], own), static)
+        tile = tile_at(self.tiles, (0,))
         send, recv, n = self.send[0], self.recv[0], self.grid[self.split]
         w = self.trailing
         if self.reduce:
@@ -141,13 +140,11 @@ def points_stage(leaf: NamedLinop, grid: OffGrid, split: str, devices: int, mesh
     axis = list(grid.grid_dims).index(split)
     n, h = grid.grid_size[axis], grid.reach[axis]
     lay = _Layout(n, devices, h, grid.periodic)
-    limit = lay.last if grid.periodic else lay.block
-    if h > limit:
+    if h > lay.limit:
         raise ValueError(
             f"{where}: a point reads {h} entries on either side along the grid dim "
-            f"{split!r}, more than the {limit} entries each halo can take from one neighbour "
-            f"({n} entries over {devices} devices: slabs of {lay.block}, the last with "
-            f"{lay.last}); split over fewer devices."
+            f"{split!r}, more than the {lay.limit} entries each halo can take from one "
+            f"neighbour ({lay.describe()}); split over fewer devices."
         )
     locs = np.asarray(grid.locs)
     points, flat = locs.shape[:-1], locs.reshape(-1, locs.shape[-1])

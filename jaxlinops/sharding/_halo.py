@@ -125,6 +125,18 @@ class _Layout:
         """Whether the last used block is ragged and wraps around to the first."""
         return self.periodic and self.last < self.block
 
+    @property
+    def limit(self) -> int:
+        """The widest halo one neighbour can give: a block, or with `periodic` the last
+        block's valid entries (the first device's halo wraps around to them)."""
+        return self.last if self.periodic else self.block
+
+    def describe(self) -> str:
+        return (
+            f"{self.size} entries over {self.devices} devices: blocks of {self.block}, the "
+            f"last with {self.last}"
+        )
+
     def ring(self, step: int) -> list[tuple[int, int]]:
         """The `ppermute` pairs sending each used device's data `step` (+1 or -1) devices
         on, around the used devices when periodic."""
@@ -173,14 +185,12 @@ def _layout(
             f"block must have {expected} entries along axis {axis}; got shape "
             f"{tuple(x.shape)}."
         )
-    limit = lay.last if periodic else lay.block
-    if width > limit:
+    if width > lay.limit:
         source = "the last block's valid entries (periodic)" if periodic else "a block"
         raise ValueError(
-            f"`{name}(width=...)` must be at most {limit}, the size of {source}: each halo "
-            f"comes from one neighbour (size {size} over {devices} devices: blocks of "
-            f"{lay.block}, the last with {lay.last} valid entries); got {width}. Split over "
-            f"fewer devices or use a smaller width."
+            f"`{name}(width=...)` must be at most {lay.limit}, the size of {source}: each "
+            f"halo comes from one neighbour ({lay.describe()} valid entries); got {width}. "
+            f"Split over fewer devices or use a smaller width."
         )
     return axis, lay
 
