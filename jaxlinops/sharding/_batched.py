@@ -206,7 +206,7 @@ class BatchedLinop(NamedLinop):
 
     # ----------------------------------------------------------------- application
     def apply(self, x: jax.Array) -> jax.Array:
-        y = _apply_tiles_compiled(self, _onto_mesh(x, self.mesh))
+        y = _apply_tiles_compiled(self, onto_mesh(x, self.mesh))
         if self.base_device is not None:
             y = gather(y, self.mesh, self.base_device)
         return y
@@ -228,7 +228,7 @@ class BatchedLinop(NamedLinop):
         return y
 
 
-def _onto_mesh(x, mesh: Mesh | None):
+def onto_mesh(x, mesh: Mesh | None):
     """A concrete input committed to other devices (by `device_put` or a DLPack import),
     replicated onto the mesh: one compiled program cannot mix device sets. (Inside a
     caller's `jit` the inputs are that program's.)"""

@@ -72,6 +72,7 @@ from .._dims import Dims, axis_of, fmt
 from ..functional._pad import pad_widths
 from ..linops._fft import _ADJOINT_NORM, FFT
 from ..linops._pad import AbstractCenterResize
+from ._batched import onto_mesh
 from ._dfft import fft_split, transpose_split
 from ._grid_points import Points, points_stage
 from ._halo import _Layout, _valid, halo_extend, halo_reduce
@@ -365,6 +366,11 @@ class GridSplitLinop(NamedLinop):
         )
 
     def apply(self, x: jax.Array) -> jax.Array:
+        return _apply_compiled(self, onto_mesh(x, self.mesh))
+
+    def _apply(self, x: jax.Array) -> jax.Array:
+        """The stages in one `shard_map`, the input padded to whole slabs and blocks, the
+        output cut back."""
         shapes = self._shapes(x)
         first = _axis(self.ishape, self.stages[0].dim_in, x.ndim)
         x_axes = self._split_axes(self.ishape, first, x.ndim)
@@ -418,6 +424,14 @@ class GridSplitLinop(NamedLinop):
             shape, axis = stage.out(shape, axis, devices, x.dtype)
         out.append((shape, axis))
         return out
+
+
+@eqx.filter_jit
+def _apply_compiled(op: GridSplitLinop, x: jax.Array) -> jax.Array:
+    """One compiled program per operator structure and input shape, as for a
+    `BatchedLinop`: eager calls do not run the `shard_map` body op by op (inside a
+    caller's `jit` it is inlined)."""
+    return op._apply(x)
 
 
 def grid_split(
