@@ -196,7 +196,7 @@ def cg_row(A, how: str, count: int, devices, iters: int, runs: int) -> dict:
     shape = tuple(A.size(d) for d in GRID)
     y = jnp.asarray(np.random.default_rng(1).standard_normal(shape), jnp.complex64)
     if how == "grid":  # the right-hand side (and so every CG vector) split like the grid
-        y = jax.device_put(y, NamedSharding(B.mesh, PartitionSpec(B.axis)))
+        y = jax.device_put(y, NamedSharding(B.mesh, PartitionSpec(B.names[0])))
 
     def solve(N, y):
         return jl.alg.conjugate_gradients(N, y, max_num_iters=iters, disable_tracking=True)

@@ -168,8 +168,8 @@ def test_grid_and_coil_split_refusals_name_the_operator_and_dims():
     with pytest.raises(ValueError, match="4 blocks for 2 devices") as error:
         split(A, {"C": 1, "Nx": 2}, (2, 4))
     assert_refusal(error.value, A, "C")
-    # a third dim
-    with pytest.raises(ValueError, match="at most one dim") as error:
+    # a third dim, a grid dim of the output (the input's is split)
+    with pytest.raises(ValueError, match="in its output only") as error:
         jl.create_batched_linop(
             A, jl.BatchSpec({"C": 2, "Nx": 4, "Kx": 4}, device_matrix=mesh((2, 2, 2)))
         )

@@ -108,7 +108,7 @@ class OffGrid:
       default.
 
     Split along a grid dim, each device holds a slab of the grid and the points whose cell
-    lies in it, shifted to the slab extended by `reach` entries from each neighbour: the
+    lies in it, shifted to the slab extended by `reach` entries from the neighbouring slabs: the
     operator runs there unchanged (`jaxlinops.sharding._grid_points`).
     """
 

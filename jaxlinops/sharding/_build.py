@@ -35,10 +35,11 @@ def create_batched_linop(
     1}, device_matrix=jax.devices()))` puts one coil per device.
 
     A dim that `linop` couples (an FFT's image dim) is split by domain decomposition
-    instead of tiled: one slab per device, the FFTs distributed (`GridSplitLinop`; one
-    such dim, with at most one dim applied entry by entry, such as coils, split with it on
-    a 2-D device matrix whose axes follow the spec's dims, or looped over in blocks on
-    each device by a second spec of that dim alone).
+    instead of tiled: one slab per device, the FFTs distributed (`GridSplitLinop`; two
+    such dims on a 2-D device matrix make pencils; with at most one dim applied entry by
+    entry, such as coils, split with them on one more axis of the device matrix, whose
+    axes follow the spec's dims, or looped over in blocks on each device by a second spec
+    of that dim alone).
 
     A list of specs nests: the first tiles `linop` (across its devices), each tile is
     batched by the rest (e.g. readout chunks one after another, to bound memory); only the
@@ -86,9 +87,9 @@ def create_batched_linop(
     if default_device is not None and spec.base_device is None:
         spec = dataclasses.replace(spec, base_device=default_device)
     inner = (lambda t: create_batched_linop(t, rest, progress=False)) if rest else None
-    grid = _grid_dim(linop, spec)
-    if grid is not None:
-        return _split_grid(linop, spec, grid, rest)
+    coupled = _grid_dims(linop, spec)
+    if coupled:
+        return _split_grid(linop, spec, coupled, rest)
     sizes = checked_sizes(linop, spec.batch_sizes, "create_batched_linop")
     mesh = None
     if spec.device_matrix is not None:
@@ -141,42 +142,36 @@ def shard(
     return build(A, tiles, sizes, auto, dict(axes), None, None, progress)
 
 
-def _grid_dim(A: NamedLinop, spec: BatchSpec) -> str | None:
-    """The dim of `spec` that `A` couples (a grid dim, split by domain decomposition), or
-    None when every batched dim is one `A` applies entry by entry (tiled)."""
+def _grid_dims(A: NamedLinop, spec: BatchSpec) -> list[str]:
+    """The dims of `spec` that `A` couples (grid dims, split by domain decomposition);
+    none when every batched dim is one `A` applies entry by entry (tiled)."""
     if not isinstance(A, NamedLinop) or spec.device_matrix is None:
-        return None
-    coupled = [d for d in spec.batch_sizes if d in all_dims(A) and A.coupling(d) != Coupling.NONE]
-    return coupled[0] if coupled else None
+        return []
+    return [d for d in spec.batch_sizes if d in all_dims(A) and A.coupling(d) != Coupling.NONE]
 
 
-def _split_grid(A: NamedLinop, spec: BatchSpec, dim: str, rest: list) -> GridSplitLinop:
-    """`A` split along its coupled dim `dim` across the devices of `spec`, one slab each;
-    with a second dim that `A` applies entry by entry (coils) and a 2-D device matrix,
-    whose axes follow the order of the spec's dims, that dim is split in one block per
-    device along its axis of the matrix (see `grid_split`)."""
-    where = f"`create_batched_linop`: splitting the grid dim {dim!r} of {A.name}"
+def _split_grid(A: NamedLinop, spec: BatchSpec, grid: list[str], rest: list) -> GridSplitLinop:
+    """`A` split along its coupled dims `grid` across the devices of `spec`, one slab (a
+    pencil: one block) each, over one axis of the device matrix per dim; with one more dim
+    that `A` applies entry by entry (coils), that dim is split in one block per device
+    along its axis of the matrix (see `grid_split`). The matrix's axes follow the order
+    of the spec's dims."""
+    where = f"`create_batched_linop`: splitting the grid dims {grid} of {A.name}"
     if spec.base_device is not None:
         raise ValueError(f"{where} takes a BatchSpec without a base_device, for now.")
     dims = list(spec.batch_sizes)
     loop = _loop(A, rest, where) if rest else None
-    if loop is not None and len(dims) > 1:
+    others = [d for d in dims if d not in grid]
+    if loop is not None and others:
         raise ValueError(
             f"{where}: a loop over {loop.dim!r} within each device (a nested BatchSpec) "
-            f"follows a spec of the grid dim alone; got {dims}."
-        )
-    others = [d for d in dims if d != dim]
-    coupled = [d for d in others if d in all_dims(A) and A.coupling(d) != Coupling.NONE]
-    if coupled:
-        raise ValueError(
-            f"{where}: {A.name} couples the dims {[dim, *coupled]} of the spec; splitting two "
-            f"grid dims at once (pencils) is not supported: split one grid dim, with at most "
-            f"one dim the operator applies entry by entry (coils)."
+            f"follows a spec of the grid dims alone; got {dims}."
         )
     if len(others) > 1:
         raise ValueError(
-            f"{where}: the spec batches {dims}; a grid split takes the grid dim and at most "
-            f"one dim the operator applies entry by entry (coils), on a 2-D device matrix."
+            f"{where}: the spec batches {dims}; a grid split takes the grid dims and at most "
+            f"one dim the operator applies entry by entry (coils), on a device matrix with "
+            f"one axis per dim."
         )
     matrix = spec.device_matrix
     assert isinstance(matrix, np.ndarray)  # BatchSpec converts the matrix
@@ -190,11 +185,9 @@ def _split_grid(A: NamedLinop, spec: BatchSpec, dim: str, rest: list) -> GridSpl
         checked_sizes(A, {others[0]: spec.batch_sizes[others[0]]}, "create_batched_linop")
     counts = [_blocks(A, d, spec.batch_sizes[d], m, where) for d, m in zip(dims, matrix.shape)]
     matrix = matrix[tuple(slice(0, c) for c in counts)]
-    if dims[0] != dim:  # the slabs on the mesh's first axis
-        matrix, dims = matrix.T, dims[::-1]
-    n = A.size(dim)
-    assert n is not None  # `_blocks` checked it
-    return grid_split(A, dim, n, jax.sharding.Mesh(matrix, tuple(dims)), loop=loop)
+    order = [dims.index(d) for d in grid + others]  # the slab axes first
+    mesh = jax.sharding.Mesh(np.transpose(matrix, order), tuple(grid + others))
+    return grid_split(A, tuple(grid), mesh, loop=loop)
 
 
 def _loop(A: NamedLinop, rest: list[BatchSpec], where: str) -> BatchAxis:

@@ -14,8 +14,8 @@ slabs zero-padded, see `_halo` and `_dfft`), and the operator runs leaf by leaf,
   see it split there (the output of a Cartesian SENSE operator split along `Nx` is split
   along `Ky`);
 - a leaf that couples the split dim within a halo of $k$ entries (`Coupling.halo(k)`: a
-  `Convolution`) runs *itself* on each device's slab extended by $k$ entries from each
-  neighbour (`_halo.halo_extend`: wrapped around the ends of the dim when the halo is
+  `Convolution`) runs *itself* on each device's slab extended by $k$ entries from the
+  neighbouring slabs (`_halo.halo_extend`: wrapped around the ends of the dim when the halo is
   periodic, zeros otherwise), and the interior $B$ entries of its output are kept. This
   is exact for an operator shift invariant along the dim (see `jaxlinops._core._coupling`:
   declaring the halo is all an operator does), so no per-operator code is needed; one
@@ -39,9 +39,19 @@ $A^H A$ runs both in one program, with no gather in between. Other couplings (gr
 onto a fixed grid, operators that sum over or reshape the split dim) are refused with an
 error naming the leaf.
 
+Several grid dims can be split at once (a *pencil* decomposition, needed when a grid dim
+has fewer entries than there are devices), each over its own mesh axis: every device
+holds a block split along each of them. Each stage then acts on every split dim it
+touches, one mesh axis after the other: an FFT trades each split transformed dim with a
+transformed dim held whole (so a pencil needs a third, whole, transformed dim), a halo
+leaf extends its block along each split dim (the corners come along), a `Pad` or `Crop`
+moves the edge slabs of each resized split dim, and gridding buckets the points by the
+block of each split grid dim, its output split along the points over all the slab axes
+together.
+
 A dim the operator applies entry by entry (the coils of a SENSE operator) can be split
-with the grid (`BatchAxis`): across a second mesh axis named after it, each device holding
-a (slab, block of coils), the stages' collectives staying on the slab axis (they act
+with the grid (`BatchAxis`): across a last mesh axis named after it, each device holding
+a (slab, block of coils), the stages' collectives staying on the slab axes (they act
 within each row of devices of one block) and a `psum` across the coil axis after the
 leaf that sums the coils; or in a loop on each device (nested specs), the stages run
 once per block (`_looped`). Only entry-by-entry leaves are split along that dim.
@@ -50,6 +60,7 @@ once per block (`_looped`). Only entry-by-entry leaves are split along that dim.
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import equinox as eqx
 import jax
@@ -68,237 +79,42 @@ from .._core import (
     default_normal,
     dims_field,
 )
-from .._dims import Dims, axis_of, fmt
-from ..functional._pad import pad_widths
-from ..linops._fft import _ADJOINT_NORM, FFT
+from .._dims import Dims, fmt
+from ..linops._fft import FFT
 from ..linops._pad import AbstractCenterResize
 from ._batched import onto_mesh
-from ._dfft import fft_split, transpose_split
 from ._grid_points import Points, points_stage
-from ._halo import _Layout, _valid, halo_extend, halo_reduce
+from ._grid_stages import (
+    Axes,
+    BatchAxis,
+    Shape,
+    _Halo,
+    _Local,
+    _Rename,
+    _Resize,
+    _Transform,
+    array_axis,
+    transformed,
+    widths,
+)
 from ._log import logger
-from ._tile_arrays import grid_spec, place, stack_tiles, tile_at
-
-Shape = tuple[int, ...]
-
-
-@dataclasses.dataclass(frozen=True)
-class BatchAxis:
-    """A dim applied entry by entry (coils) split with the grid into `blocks` blocks of
-    `block` of its `size` entries, the last ones zero-padded: `across` the mesh's second
-    axis (named after it), one block per device, else in a loop on each device."""
-
-    dim: str
-    size: int
-    blocks: int
-    across: bool = True
-
-    @property
-    def block(self) -> int:
-        return -(-self.size // self.blocks)
-
-
-class _Local(eqx.Module):
-    """A leaf on each device's slab: `tiles` is the leaf split to each slab, stacked on a
-    leading device axis (of size 1 for an array every slab shares); with `batch`, split to
-    each (slab, block of the batch dim), stacked on two leading axes `[slabs, blocks]`."""
-
-    tiles: NamedLinop
-    dim_in: str = eqx.field(static=True)
-    dim_out: str = eqx.field(static=True)
-    batch: BatchAxis | None = eqx.field(static=True, default=None)
-
-    def adjoint(self) -> _Local:
-        tiles = self.tiles.linop if isinstance(self.tiles, Adjoint) else Adjoint(self.tiles)
-        return _Local(tiles, self.dim_out, self.dim_in, self.batch)
-
-    def tile(self) -> NamedLinop:
-        """This device's piece (inside `shard_map`, where the arrays are its blocks)."""
-        return tile_at(self.tiles, (0,) * (1 if self.batch is None else 2))
-
-    def at(self, j: jax.Array) -> _Local:
-        """The stage of block `j` of a batch dim run in a loop (its tiles along the second
-        axis, the one kept)."""
-
-        def pick(a):
-            return jax.lax.dynamic_slice_in_dim(a, j, 1, axis=1) if a.shape[1] > 1 else a
-
-        own, static = eqx.partition(self.tiles, eqx.is_array)
-        return dataclasses.replace(self, tiles=eqx.combine(jax.tree.map(pick, own), static))
-
-    def run(self, x: jax.Array, shape: Shape, axis: int, axis_name: str) -> jax.Array:
-        y = self.tile()(x)
-        b, dims = self.batch, self.tiles
-        if b is not None and b.across and b.dim in dims.ishape and b.dim not in dims.oshape:
-            return jax.lax.psum(y, b.dim)  # each device summed its block of the batch dim
-        return y
-
-    def out(self, shape: Shape, axis: int, devices: int, dtype) -> tuple[Shape, int]:
-        piece, b = self.tile(), self.batch
-        block = _with(shape, axis, -(-shape[axis] // devices))
-        if b is not None and b.dim in piece.ishape:
-            block = _with(block, _axis(piece.ishape, b.dim, len(block)), b.block)
-        local = jax.eval_shape(piece, jax.ShapeDtypeStruct(block, dtype))
-        out = _axis(piece.oshape, self.dim_out, local.ndim)
-        shape = _with(tuple(local.shape), out, shape[axis])
-        if b is not None and b.dim in piece.oshape:
-            shape = _with(shape, _axis(piece.oshape, b.dim, len(shape)), b.size)
-        return shape, out
-
-
-class _Transform(eqx.Module):
-    """A distributed FFT: `fft` (forward, or its adjoint with `inverse`) over its grid dims,
-    the split moving from `dim_in` to `dim_out` (the output name of `trade`, the transformed
-    dim it trades places with)."""
-
-    fft: FFT
-    inverse: bool = eqx.field(static=True)
-    dim_in: str = eqx.field(static=True)
-    trade: str = eqx.field(static=True)
-    dim_out: str = eqx.field(static=True)
-
-    def adjoint(self) -> _Transform:
-        # back: the split returns from `dim_out` to `dim_in`, trading with its image
-        image = dict(zip(*self._grid()))[self.dim_in]
-        return _Transform(self.fft, not self.inverse, self.dim_out, image, self.dim_in)
-
-    def _grid(self) -> tuple[Dims, Dims]:
-        """The transformed dims at the input and the output of this stage."""
-        return _transformed(self.fft, self.inverse)
-
-    def run(self, x: jax.Array, shape: Shape, axis: int, axis_name: str) -> jax.Array:
-        dims_in, _ = self._grid()
-        first = x.ndim - len(dims_in)
-        trade = first + dims_in.index(self.trade)
-        norm = _ADJOINT_NORM[self.fft.norm] if self.inverse else self.fft.norm
-        y, _ = fft_split(
-            x, tuple(range(first, x.ndim)), axis, axis_name, shape, inverse=self.inverse,
-            centered=self.fft.centered, norm=norm, out_split=trade,
-        )  # fmt: skip
-        return y
-
-    def out(self, shape: Shape, axis: int, devices: int, dtype) -> tuple[Shape, int]:
-        dims, _ = self._grid()
-        return shape, len(shape) - len(dims) + dims.index(self.trade)
-
-
-class _Halo(eqx.Module):
-    r"""A leaf coupling the split dim within a halo of `width` entries, run on each
-    device's extended slab. Forward (`reduce` False): extend by the halos, apply `leaf`,
-    keep the interior $B$ entries; adjoint (`reduce` True, `leaf` the adjoint): zero the
-    padding entries, pad by `width` zeros on each side, apply `leaf`, add the halos into
-    the neighbours. The input's padding entries are never read."""
-
-    leaf: NamedLinop
-    width: int = eqx.field(static=True)
-    periodic: bool = eqx.field(static=True)
-    dim_in: str = eqx.field(static=True)
-    dim_out: str = eqx.field(static=True)
-    reduce: bool = eqx.field(static=True)
-
-    def adjoint(self) -> _Halo:
-        return dataclasses.replace(
-            self, leaf=self.leaf.H, dim_in=self.dim_out, dim_out=self.dim_in, reduce=not self.reduce
-        )
-
-    def run(self, x: jax.Array, shape: Shape, axis: int, axis_name: str) -> jax.Array:
-        w, n = self.width, shape[axis]
-        if self.reduce:
-            x = jnp.pad(_masked(x, axis, n, axis_name), _widths(x.ndim, axis, (w, w)))
-        else:
-            x = halo_extend(x, axis, w, axis_name, n, self.periodic)
-        y = self.leaf(x)
-        out = _axis(self.leaf.oshape, self.dim_out, y.ndim)
-        if self.reduce:
-            return halo_reduce(y, out, w, axis_name, n, self.periodic)
-        return jax.lax.slice_in_dim(y, w, y.shape[out] - w, axis=out)
-
-    def out(self, shape: Shape, axis: int, devices: int, dtype) -> tuple[Shape, int]:
-        out_shape, out = _global_out(self.leaf, self.dim_out, shape, dtype)
-        if out_shape[out] != shape[axis]:
-            raise ValueError(
-                f"`create_batched_linop`: {self.leaf.name} declares a halo along "
-                f"{self.dim_in!r} but maps its {shape[axis]} entries to {out_shape[out]} "
-                f"along {self.dim_out!r}; splitting a dim by halo exchange needs an operator "
-                f"that keeps its size (shift invariant)."
-            )
-        return out_shape, out
-
-
-class _Resize(eqx.Module):
-    """A `Pad` or `Crop` resizing the split dim (`dim_in` -> `dim_out`): the split trades
-    places with the largest dim held whole, the dim is resized whole, the split returns
-    (see the module doc). Its other resized dims are cropped before, padded after."""
-
-    resize: AbstractCenterResize
-    dim_in: str = eqx.field(static=True)
-    dim_out: str = eqx.field(static=True)
-
-    def adjoint(self) -> _Resize:
-        resize = self.resize.H  # a Pad's adjoint is a Crop, and back
-        assert isinstance(resize, AbstractCenterResize)
-        return _Resize(resize, self.dim_out, self.dim_in)
-
-    def run(self, x: jax.Array, shape: Shape, axis: int, axis_name: str) -> jax.Array:
-        r = self.resize
-        first = x.ndim - len(r.in_size)
-        sizes = dict(enumerate(zip(r.in_size, r.out_size), start=first))
-        n_in, n_out = sizes.pop(axis)
-        if n_in == n_out:  # only whole dims change size
-            return _resize(x, sizes)
-        grows = n_out > n_in  # a Pad grows every dim, a Crop shrinks every dim
-        if not grows:
-            x = _resize(x, sizes)
-        whole = [a for a in range(x.ndim) if a != axis]
-        if not whole:
-            raise ValueError(
-                f"`create_batched_linop`: {r.name} resizes the split dim {self.dim_in!r} of "
-                f"a 1-D array; moving its slabs needs a second dim held whole to trade places "
-                f"with (split a batch of at least one more dim, or do not split this dim)."
-            )
-        trade = max(whole, key=lambda a: x.shape[a])
-        size = x.shape[trade]
-        x = transpose_split(x, axis, trade, axis_name, _with(x.shape, axis, n_in))
-        x = _resize(x, {axis: (n_in, n_out)})
-        x = transpose_split(x, trade, axis, axis_name, _with(x.shape, trade, size))
-        return _resize(x, sizes) if grows else x
-
-    def out(self, shape: Shape, axis: int, devices: int, dtype) -> tuple[Shape, int]:
-        return _global_out(self.resize, self.dim_out, shape, dtype)
-
-
-class _Rename(eqx.Module):
-    """A renaming of the dims (an `Identity` between different dims): the split dim
-    `dim_in` is called `dim_out` from here on; the data does not move."""
-
-    dim_in: str = eqx.field(static=True)
-    dim_out: str = eqx.field(static=True)
-
-    def adjoint(self) -> _Rename:
-        return _Rename(self.dim_out, self.dim_in)
-
-    def run(self, x: jax.Array, shape: Shape, axis: int, axis_name: str) -> jax.Array:
-        return x
-
-    def out(self, shape: Shape, axis: int, devices: int, dtype) -> tuple[Shape, int]:
-        return shape, axis
-
+from ._tile_arrays import grid_spec, place, stack_tiles
 
 Stage = _Local | _Transform | _Halo | _Resize | _Rename | Points
 
 
 class GridSplitLinop(NamedLinop):
-    """An operator run on slabs of a dim it couples, across the devices of one mesh axis
-    (see the module doc); build it with `create_batched_linop(A, BatchSpec({dim: tile},
-    device_matrix=devices))` where `A` couples `dim`. A second mesh axis, named after a
-    dim `A` applies entry by entry (coils), splits that dim too, in blocks (see
-    `grid_split`).
+    """An operator run on slabs of dims it couples, across the devices of the first
+    `grids` axes of a mesh (see the module doc); build it with `create_batched_linop(A,
+    BatchSpec({dim: tile}, device_matrix=devices))` where `A` couples `dim` (a pencil:
+    two such dims and a 2-D device matrix). A last mesh axis, named after a dim `A`
+    applies entry by entry (coils), splits that dim too, in blocks (see `grid_split`).
 
-    `stages` run in order inside one `shard_map`; the input is split along `dim`, the
-    output along the dim the split ends on (and both along the batch dim where they have
-    it). `sizes` holds the operator's dim sizes (the split dims' global sizes included).
-    `normal_split` is the split of the operator's own structured normal (kept by the
-    adjoint, `adjointed`, whose normal is not it).
+    `stages` run in order inside one `shard_map`; the input is split along the dims
+    `stages[0].dims_in`, the output along the dims the splits end on (and both along the
+    batch dim where they have it). `sizes` holds the operator's dim sizes (the split dims'
+    global sizes included). `normal_split` is the split of the operator's own structured
+    normal (kept by the adjoint, `adjointed`, whose normal is not it).
     """
 
     stages: tuple[Stage, ...]
@@ -306,27 +122,29 @@ class GridSplitLinop(NamedLinop):
     oshape: Dims = dims_field()
     sizes: tuple[tuple[str, int], ...] = dims_field(kind="pairs")
     mesh: Mesh = eqx.field(static=True)
+    grids: int = eqx.field(static=True, default=1)
     normal_split: GridSplitLinop | None = None
     adjointed: bool = eqx.field(static=True, default=False)
     loop: BatchAxis | None = eqx.field(static=True, default=None)
 
     @property
     def name(self) -> str:
-        b, devices = self.batch, self.mesh.shape[self.axis]
+        b, split = self.batch, zip(self.stages[0].dims_in, self.names)
+        over = ", ".join(f"{d} over {n}:{self.mesh.shape[n]}" for d, n in split)
         also = "" if b is None else f", {b.dim} over {b.dim}:{b.blocks}"
         if self.loop is not None:
             also = f", {self.loop.dim}/{self.loop.block} in a loop"
-        return f"GridSplit[{self.stages[0].dim_in} over {self.axis}:{devices}{also}]"
+        return f"GridSplit[{over}{also}]"
 
     @property
-    def axis(self) -> str:
-        """The mesh axis holding the slabs (the first)."""
-        return self.mesh.axis_names[0]
+    def names(self) -> tuple[str, ...]:
+        """The mesh axes holding the slabs (the first `grids`)."""
+        return tuple(self.mesh.axis_names[: self.grids])
 
     @property
     def batch(self) -> BatchAxis | None:
-        """The batch dim split across the mesh's second axis, if it has one."""
-        return _batch_of(self.mesh, self.size)
+        """The batch dim split across the mesh's last axis, if it has one."""
+        return _batch_of(self.mesh, self.grids, self.size)
 
     def size(self, dim: str) -> int | None:
         return dict(self.sizes).get(dim)
@@ -372,18 +190,17 @@ class GridSplitLinop(NamedLinop):
         """The stages in one `shard_map`, the input padded to whole slabs and blocks, the
         output cut back."""
         shapes = self._shapes(x)
-        first = _axis(self.ishape, self.stages[0].dim_in, x.ndim)
-        x_axes = self._split_axes(self.ishape, first, x.ndim)
-        for a, name in x_axes.items():
-            x = _pad(x, a, self.mesh.shape[name])
+        x_axes = self._split_axes(self.ishape, shapes[0][1], x.ndim)
+        for a, names in x_axes.items():
+            x = _pad(x, a, math.prod(self.mesh.shape[n] for n in names))
         arrays, static = eqx.partition(self.stages, eqx.is_array)
-        specs = tuple(_specs(s, a, self.axis) for s, a in zip(self.stages, arrays))
-        out_shape, out_axis = shapes[-1]
-        y_axes = self._split_axes(self.oshape, out_axis, len(out_shape))
+        specs = tuple(_specs(s, a, self.names) for s, a in zip(self.stages, arrays))
+        out_shape, out_axes = shapes[-1]
+        y_axes = self._split_axes(self.oshape, out_axes, len(out_shape))
         loop, loop_axes = self.loop, (None, None)
         if loop is not None:  # its dim: padded to whole blocks, not split across devices
             loop_axes = tuple(
-                _axis(dims, loop.dim, ndim) if loop.dim in dims else None
+                array_axis(dims, loop.dim, ndim) if loop.dim in dims else None
                 for dims, ndim in ((self.ishape, x.ndim), (self.oshape, len(out_shape)))
             )
             if loop_axes[0] is not None:
@@ -392,8 +209,8 @@ class GridSplitLinop(NamedLinop):
         def body(arrays, block):
             stages = eqx.combine(arrays, static)
             if loop is not None:
-                return _looped(stages, shapes, block, loop, loop_axes, self.axis)
-            return _run(stages, shapes, block, self.axis)
+                return _looped(stages, shapes, block, loop, loop_axes, self.names)
+            return _run(stages, shapes, block, self.names)
 
         y = jax.shard_map(
             body,
@@ -405,24 +222,29 @@ class GridSplitLinop(NamedLinop):
             y = jax.lax.slice_in_dim(y, 0, out_shape[a], axis=a)
         return y
 
-    def _split_axes(self, shape: Dims, axis: int, ndim: int) -> dict[int, str]:
-        """The mesh axis of each split array axis of an input or output laid out by `shape`
-        (`ndim` axes, split along `axis`): the slabs', and the batch dim's where it has it."""
-        axes, b = {axis: self.axis}, self.batch
+    def _split_axes(self, shape: Dims, axes: Axes, ndim: int) -> dict[int, tuple[str, ...]]:
+        """The mesh axes splitting each split array axis of an input or output laid out by
+        `shape` (`ndim` axes, split along `axes` over the slab axes): the slabs', and the
+        batch dim's where it has it."""
+        out: dict[int, tuple[str, ...]] = {}
+        for a, name in zip(axes, self.names):
+            out[a] = out.get(a, ()) + (name,)
+        b = self.batch
         if b is not None and b.dim in shape:
-            axes[_axis(shape, b.dim, ndim)] = b.dim
-        return axes
+            out[array_axis(shape, b.dim, ndim)] = (b.dim,)
+        return out
 
-    def _shapes(self, x: jax.Array) -> list[tuple[Shape, int]]:
-        """The global (unpadded) shape at the input of each stage and the axis split there,
-        then the output's (traced shapes only)."""
-        devices = self.mesh.shape[self.axis]
-        shape, axis = tuple(x.shape), _axis(self.ishape, self.stages[0].dim_in, x.ndim)
+    def _shapes(self, x: jax.Array) -> list[tuple[Shape, Axes]]:
+        """The global (unpadded) shape at the input of each stage and the axes split there
+        over the slab axes, then the output's (traced shapes only)."""
+        devices = tuple(self.mesh.shape[n] for n in self.names)
+        shape = tuple(x.shape)
+        axes = tuple(array_axis(self.ishape, d, x.ndim) for d in self.stages[0].dims_in)
         out = []
         for stage in self.stages:
-            out.append((shape, axis))
-            shape, axis = stage.out(shape, axis, devices, x.dtype)
-        out.append((shape, axis))
+            out.append((shape, axes))
+            shape, axes = stage.out(shape, axes, devices, x.dtype)
+        out.append((shape, axes))
         return out
 
 
@@ -436,46 +258,55 @@ def _apply_compiled(op: GridSplitLinop, x: jax.Array) -> jax.Array:
 
 def grid_split(
     A: NamedLinop,
-    dim: str,
-    size: int,
+    dims: tuple[str, ...],
     mesh: Mesh,
     normal: bool = True,
     loop: BatchAxis | None = None,
 ) -> GridSplitLinop:
-    r"""`A` split along `dim` (of `size` entries) across the first axis of `mesh`: its
-    leaves (a Chain's, in order; a NUFFT's steps) become stages; a ValueError names a leaf
-    whose coupling of the split dim this cannot do yet, and the dim asked for. With
-    `normal`, a structured `A.N` is split too (see `_structured_normal`). A dim of the
-    output only (the image of an adjoint NUFFT) is split as the adjoint of `A.H` split
-    there.
+    r"""`A` split along its grid `dims` (sizes `A` fixes) across the first `len(dims)` axes
+    of `mesh`, one each: its leaves (a Chain's, in order; a NUFFT's steps) become stages;
+    a ValueError names a leaf whose coupling of a split dim this cannot do yet, and the
+    dim asked for. With `normal`, a structured `A.N` is split too (see
+    `_structured_normal`). Dims of the output only (the image of an adjoint NUFFT) are
+    split as the adjoint of `A.H` split there.
 
-    A second mesh axis, named after a dim `A` applies entry by entry (coils, of a size `A`
+    A last mesh axis, named after a dim `A` applies entry by entry (coils, of a size `A`
     fixes), splits that dim too, in one block of $\lceil C / D_c \rceil$ entries per
     device along it (the last blocks zero-padded): every device holds a (slab, block).
-    The stages communicate along the first axis only (within each row of devices of one
+    The stages communicate along the slab axes only (within each group of devices of one
     block); a leaf that has the batch dim only in its output (coil maps) makes its block
     from an input every block shares, one that has it only in its input (their adjoint)
-    sums its block, and a `psum` across the second axis adds the blocks' sums (zero
-    padded blocks add zero). With `loop` (a batch dim not `across` the mesh: nested
-    specs) the blocks run in a loop on each device instead (see `_looped`)."""
-    if dim not in A.ishape and dim in A.oshape:  # split an output: the adjoint's input
+    sums its block, and a `psum` across the last axis adds the blocks' sums (zero padded
+    blocks add zero). With `loop` (a batch dim not `across` the mesh: nested specs) the
+    blocks run in a loop on each device instead (see `_looped`)."""
+    outputs = [d for d in dims if d not in A.ishape and d in A.oshape]
+    if outputs and len(outputs) < len(dims):
+        raise ValueError(
+            f"`create_batched_linop`: {A.name} ({fmt(A.ishape)} -> {fmt(A.oshape)}) has the "
+            f"grid dims {outputs} in its output only and {[d for d in dims if d not in outputs]}"
+            f" in its input; split dims of one side."
+        )
+    if outputs:  # split an output: the adjoint's input
         try:
-            return grid_split(A.H, dim, size, mesh, normal=False, loop=loop).adjoint()
+            return grid_split(A.H, dims, mesh, normal=False, loop=loop).adjoint()
         except ValueError as error:
             raise ValueError(
-                f"{error} ({A.name} is split along {dim!r}, a dim of its output only, as "
-                f"the adjoint of {A.H.name} split there)"
+                f"{error} ({A.name} is split along {list(dims)}, dims of its output only, "
+                f"as the adjoint of {A.H.name} split there)"
             ) from None
-    batch = loop or _batch_of(mesh, A.size)
-    stages, split, n, known = [], dim, size, [A]
+    batch = loop or _batch_of(mesh, len(dims), A.size)
+    stages: list[Stage] = []
+    split = tuple(dims)
+    n = tuple(A.size(d) for d in dims)
+    known = [A]
     leaves = list(A.flatten() if isinstance(A, Chain) else (A,))
     while leaves:
         leaf = leaves.pop(0)
-        couples = split in all_dims(leaf) and leaf.coupling(split) != Coupling.NONE
+        couples = any(s in all_dims(leaf) and leaf.coupling(s) != Coupling.NONE for s in split)
         try:
             steps = leaf.decompose() if couples else None
         except ValueError as error:  # an operator with no steps to run on slabs says why
-            raise ValueError(f"{error} (splitting along the grid dim {dim!r})") from None
+            raise ValueError(f"{error} (splitting along the grid dims {list(dims)})") from None
         if steps is not None:  # a NUFFT runs step by step
             leaves[:0], known = steps.flatten(), known + [steps]
             continue
@@ -483,21 +314,21 @@ def grid_split(
             split, n = _add_stage(stages, known, leaf, split, n, mesh, batch)
             _check_batch(stages[-1], leaf, batch)
         except ValueError as error:
-            if split == dim:
+            if split == tuple(dims):
                 raise
             raise ValueError(
-                f"{error} (splitting along the grid dim {dim!r}, which the operators before "
-                f"{leaf.name} move to {split!r})"
+                f"{error} (splitting along the grid dims {list(dims)}, which the operators "
+                f"before {leaf.name} move to {list(split)})"
             ) from None
     return GridSplitLinop(
         stages=tuple(stages), ishape=A.ishape, oshape=A.oshape, sizes=_sizes(A), mesh=mesh,
-        normal_split=_structured_normal(A, dim, size, mesh, loop) if normal else None,
-        loop=loop,
+        grids=len(dims), loop=loop,
+        normal_split=_structured_normal(A, dims, mesh, loop) if normal else None,
     )  # fmt: skip
 
 
 def _structured_normal(
-    A: NamedLinop, dim: str, size: int, mesh: Mesh, loop: BatchAxis | None
+    A: NamedLinop, dims: tuple[str, ...], mesh: Mesh, loop: BatchAxis | None
 ) -> GridSplitLinop | None:
     """The split of `A.N` where its folding rules give it a structure of its own (a
     NUFFT's Toeplitz embedding, $F^H F = I$), built now, as its arrays (a Toeplitz kernel)
@@ -508,7 +339,7 @@ def _structured_normal(
         N = A.normal()
         if jax.tree.structure(N) == jax.tree.structure(default_normal(A)):
             return None
-        return grid_split(N, dim, size, mesh, normal=False, loop=loop)
+        return grid_split(N, dims, mesh, normal=False, loop=loop)
     except ValueError as error:
         logger.warning(
             "`create_batched_linop`: the normal of %s keeps no structure: %s", A.name, error
@@ -516,82 +347,123 @@ def _structured_normal(
         return None
 
 
-def _add_stage(stages: list, known: list, leaf, split: str, n: int, mesh: Mesh, batch):
-    """Append the stage of `leaf` (at split dim `split` of `n` entries) to `stages`; return
-    where the split is after it: its dim and size (the first of the operators `known`
-    that fixes it)."""
-    devices = mesh.shape[mesh.axis_names[0]]
+def _add_stage(stages: list, known: list, leaf, split: tuple, n: tuple, mesh: Mesh, batch):
+    """Append the stage of `leaf` (the split dims `split` of sizes `n`, one per slab axis)
+    to `stages`; return the split dims and sizes after it (a size: the first of the
+    operators `known` that fixes it)."""
     if isinstance(leaf, Identity):  # a renaming, position by position
-        stages.append(_Rename(split, leaf.oshape[leaf.ishape.index(split)]))
-        return stages[-1].dim_out, n
+        renamed = tuple(leaf.oshape[leaf.ishape.index(s)] if s in leaf.ishape else s for s in split)
+        stages.append(_Rename(split, renamed))
+        return renamed, n
     fft, inverse = _fft_of(leaf)
-    if fft is not None and split in (fft.dual_shape if inverse else fft.primal_shape):
-        dims_in, dims_out = _transformed(fft, inverse)
-        others = [d for d in dims_in if d != split]
-        if not others:
+    if fft is not None:
+        dims_in, dims_out = transformed(fft, inverse)
+        moves = tuple(k for k, s in enumerate(split) if s in dims_in)
+        if moves:
+            trades = _trades(leaf, dims_in, [split[k] for k in moves], split)
+            stages.append(_Transform(fft, inverse, split, moves, trades))
+            sizes = list(n)
+            for k, t in zip(moves, trades):
+                sizes[k] = _size_of(known, t, dims_in, dims_out)
+            return stages[-1].dims_out, tuple(sizes)
+    if isinstance(leaf, AbstractCenterResize) and any(s in leaf.in_shape for s in split):
+        if len(set(split)) < len(split):
             raise ValueError(
-                f"`create_batched_linop`: {leaf.name} transforms only the split dim "
-                f"{split!r}; a distributed FFT needs a second transformed dim to trade with."
+                f"`create_batched_linop`: {leaf.name} resizes {list(split)}, a dim split "
+                f"over several mesh axes together; resizing it is not covered."
             )
-        trade = others[0]
-        stages.append(_Transform(fft, inverse, split, trade, dims_out[dims_in.index(trade)]))
-        return stages[-1].dim_out, _size_of(known, trade, dims_in, dims_out)
-    if isinstance(leaf, AbstractCenterResize) and split in leaf.in_shape:
-        i = leaf.in_shape.index(split)
-        stages.append(_Resize(leaf, split, leaf.out_shape[i]))
-        return leaf.out_shape[i], leaf.out_size[i]
-    grid = leaf.off_grid() if split in all_dims(leaf) else None
-    if grid is not None and split in grid.grid_dims:
-        stages.append(points_stage(leaf, grid, split, devices, mesh))
-        return stages[-1].dim_out, stages[-1].points[0]
-    if split in all_dims(leaf) and leaf.coupling(split).kind == "halo":
-        stages.append(_halo(leaf, split, n, devices, mesh))
-        return stages[-1].dim_out, n
-    stages.append(_local(leaf, split, n, devices, mesh, batch))
+        stages.append(_Resize(leaf, split))
+        at = [leaf.in_shape.index(s) if s in leaf.in_shape else None for s in split]
+        sizes = tuple(m if i is None else leaf.out_size[i] for m, i in zip(n, at))
+        return stages[-1].dims_out, sizes
+    touched = [s for s in split if s in all_dims(leaf)]
+    grid = leaf.off_grid() if touched else None
+    if grid is not None and any(s in grid.grid_dims for s in split):
+        stages.append(points_stage(leaf, grid, split, mesh))
+        return stages[-1].dims_out, (stages[-1].points[0],) * len(split)
+    if any(leaf.coupling(s).kind == "halo" for s in touched):
+        stages.append(_halo(leaf, split, mesh))
+        return stages[-1].dims_out, n
+    stages.append(_local(leaf, split, n, mesh, batch))
     return split, n
 
 
-def _local(
-    leaf: NamedLinop, split: str, n: int, devices: int, mesh: Mesh, batch: BatchAxis | None
-) -> _Local:
-    """The stage of a leaf that applies the split dim entry by entry, or a ValueError;
+def _trades(leaf: NamedLinop, dims: Dims, moving: list[str], split: tuple) -> tuple[str, ...]:
+    """The transformed dim each split dim of `moving` trades places with, in order: the
+    first of `dims` held whole at that moment (as `fft_split` chooses), or a ValueError."""
+    held = set(split)
+    trades = []
+    for s in moving:
+        whole = [d for d in dims if d not in held]
+        if len(dims) == 1:
+            raise ValueError(
+                f"`create_batched_linop`: {leaf.name} transforms only the split dim {s!r}; "
+                f"a distributed FFT needs a second transformed dim to trade with."
+            )
+        if not whole:
+            raise ValueError(
+                f"`create_batched_linop`: {leaf.name} transforms {list(dims)}, all of them "
+                f"split; a distributed FFT needs a transformed dim held whole to trade each "
+                f"split one with (split fewer of its dims: a 2-D grid as slabs, not pencils)."
+            )
+        trades.append(whole[0])
+        held = (held - {s}) | {whole[0]}
+    return tuple(trades)
+
+
+def _local(leaf: NamedLinop, split: tuple, n: tuple, mesh: Mesh, batch: BatchAxis | None) -> _Local:
+    """The stage of a leaf that applies the split dims entry by entry, or a ValueError;
     split along the `batch` dim too where `_splits_batch` says so."""
     dims = all_dims(leaf)
-    coupling = leaf.coupling(split) if split in dims else Coupling.NONE
-    if split in dims and (coupling != Coupling.NONE or not _both_sides(leaf, split)):
-        what = "sums over it" if coupling == Coupling.NONE else f"couples it ({coupling})"
-        raise ValueError(
-            f"`create_batched_linop`: {leaf.name} ({fmt(leaf.ishape)} -> {fmt(leaf.oshape)}) "
-            f"{what}: splitting the grid dim {split!r} across devices does not cover it yet "
-            f"(entry-by-entry operators, FFTs, Pad, Crop and shift-invariant halo operators "
-            f"such as Convolution do)."
-        )
-    cuts = {split: (n, devices)}
+    for s in dict.fromkeys(split):
+        coupling = leaf.coupling(s) if s in dims else Coupling.NONE
+        if s in dims and (coupling != Coupling.NONE or not _both_sides(leaf, s)):
+            what = "sums over it" if coupling == Coupling.NONE else f"couples it ({coupling})"
+            raise ValueError(
+                f"`create_batched_linop`: {leaf.name} ({fmt(leaf.ishape)} -> "
+                f"{fmt(leaf.oshape)}) {what}: splitting the grid dim {s!r} across devices "
+                f"does not cover it yet (entry-by-entry operators, FFTs, Pad, Crop, gridding "
+                f"and shift-invariant halo operators such as Convolution do)."
+            )
+    names = mesh.axis_names[: len(split)]
+    grid = [mesh.shape[a] for a in names]
+    cut = list(split)
     if batch is not None and _splits_batch(leaf, batch.dim):
-        cuts[batch.dim] = (batch.size, batch.blocks)
+        grid.append(batch.blocks)
+        cut.append(batch.dim)
     else:
         batch = None
-    grid = tuple(count for _, count in cuts.values())
+    sizes = dict(zip(split, n)) | ({batch.dim: batch.size} if batch else {})
     parts = []
     for index in np.ndindex(*grid):
-        at = {d: i for d, i in zip(cuts, index) if d in dims}
-        parts.append(leaf.split(_tile(cuts, at)) if at else leaf)
-    tiles = stack_tiles(parts, grid)
+        at = _blocks_at(cut, grid, index)
+        tile = _tile({d: (sizes[d], c, i) for d, (c, i) in at.items() if d in dims})
+        parts.append(leaf.split(tile) if tile.slices else leaf)
+    tiles = stack_tiles(parts, tuple(grid))
     if tiles is None:
         raise ValueError(
-            f"`create_batched_linop`: the tiles of {leaf.name} along {tuple(cuts)} differ in "
+            f"`create_batched_linop`: the tiles of {leaf.name} along {cut} differ in "
             f"structure, so they cannot run as one program."
         )
-    names = (mesh.axis_names[0],) + ((batch.dim if batch.across else None,) if batch else ())
-    return _Local(place(tiles, mesh, names), split, split, batch)
+    axes = tuple(names) + ((batch.dim if batch.across else None,) if batch else ())
+    return _Local(place(tiles, mesh, axes), split, batch)
 
 
-def _tile(cuts: dict[str, tuple[int, int]], at: dict[str, int]) -> Tile:
-    r"""Block `at[d]` of each dim `d` cut into `cuts[d] = (size, count)` blocks of
-    $\lceil size / count \rceil$ entries, the last ones padded past the end."""
+def _blocks_at(cut: list[str], grid: list[int], index: tuple) -> dict[str, tuple[int, int]]:
+    """`(count, block)` along each dim of `cut` (one per grid axis, a dim repeated where
+    several axes split it together, row-major) at the grid `index`."""
+    at: dict[str, tuple[int, int]] = {}
+    for d, count, i in zip(cut, grid, index):
+        c, j = at.get(d, (1, 0))
+        at[d] = (c * count, j * count + i)
+    return at
+
+
+def _tile(cuts: dict[str, tuple[int, int, int]]) -> Tile:
+    r"""Block $i$ of each dim `d` of `cuts[d] = (size, count, i)`, cut into `count` blocks
+    of $\lceil size / count \rceil$ entries, the last ones padded past the end."""
     slices, padded = {}, {}
-    for d, i in at.items():
-        n, count = cuts[d]
+    for d, (n, count, i) in cuts.items():
         block = -(-n // count)
         slices[d] = slice(i * block, (i + 1) * block)
         if block * count != n:
@@ -637,11 +509,12 @@ def _check_batch(stage: Stage, leaf: NamedLinop, batch: BatchAxis | None) -> Non
         )
 
 
-def _batch_of(mesh: Mesh, size) -> BatchAxis | None:
-    """The batch dim of a mesh's second axis (named after it; `size`: its size), if any."""
-    if len(mesh.axis_names) < 2:
+def _batch_of(mesh: Mesh, grids: int, size) -> BatchAxis | None:
+    """The batch dim of a mesh's axis after its `grids` slab axes (named after it;
+    `size`: its size), if any."""
+    if len(mesh.axis_names) <= grids:
         return None
-    dim = mesh.axis_names[1]
+    dim = mesh.axis_names[grids]
     n = size(dim)
     if n is None:
         raise ValueError(
@@ -651,15 +524,15 @@ def _batch_of(mesh: Mesh, size) -> BatchAxis | None:
     return BatchAxis(dim, n, mesh.shape[dim])
 
 
-def _run(stages, shapes: list[tuple[Shape, int]], x: jax.Array, name: str) -> jax.Array:
+def _run(stages, shapes: list[tuple[Shape, Axes]], x: jax.Array, names) -> jax.Array:
     """The stages on this device's block `x` (inside `shard_map`; `shapes`: the global
-    shape and split axis at each stage's input, see `GridSplitLinop._shapes`)."""
-    for stage, (shape, axis) in zip(stages, shapes):
-        x = stage.run(x, shape, axis, name)
+    shape and split axes at each stage's input, see `GridSplitLinop._shapes`)."""
+    for stage, (shape, axes) in zip(stages, shapes):
+        x = stage.run(x, shape, axes, names)
     return x
 
 
-def _looped(stages, shapes, x: jax.Array, loop: BatchAxis, axes, name: str) -> jax.Array:
+def _looped(stages, shapes, x: jax.Array, loop: BatchAxis, axes, names) -> jax.Array:
     """The stages run once per block $j$ of the `loop` dim, with the stages split along
     it at block $j$ (`_Local.at`) on block $j$ of the input where it has the dim (`axes`:
     its axis in the input and the output, or None): the outputs stacked along the dim
@@ -673,42 +546,50 @@ def _looped(stages, shapes, x: jax.Array, loop: BatchAxis, axes, name: str) -> j
             x_j = jax.lax.dynamic_slice_in_dim(x, j * loop.block, loop.block, axis=at_in)
         else:
             x_j = x
-        return _run(own, shapes, x_j, name)
+        return _run(own, shapes, x_j, names)
 
-    if at_out is None:  # (the sum varies over the slab axis, as each block's output)
+    if at_out is None:  # (the sum varies over the slab axes, as each block's output)
         out = jax.eval_shape(one, 0)
-        zero = jax.lax.pcast(jnp.zeros(out.shape, out.dtype), (name,), to="varying")
+        zero = jax.lax.pcast(jnp.zeros(out.shape, out.dtype), tuple(names), to="varying")
         return jax.lax.fori_loop(0, loop.blocks, lambda j, acc: acc + one(j), zero)
     ys = jnp.moveaxis(jax.lax.map(one, jnp.arange(loop.blocks)), 0, at_out)
     return ys.reshape(ys.shape[:at_out] + (-1,) + ys.shape[at_out + 2 :])
 
 
-def _halo(leaf: NamedLinop, split: str, n: int, devices: int, mesh: Mesh) -> _Halo:
-    """The stage of a leaf that couples the split dim within a halo (see
-    `jaxlinops._core._coupling` for the rule), or a ValueError naming what it lacks."""
-    coupling = leaf.coupling(split)
+def _halo(leaf: NamedLinop, split: tuple, mesh: Mesh) -> _Halo:
+    """The stage of a leaf that couples split dims within a halo (see
+    `jaxlinops._core._coupling` for the rule; the other split dims it must apply entry by
+    entry), or a ValueError naming what it lacks."""
     where = f"`create_batched_linop`: {leaf.name} ({fmt(leaf.ishape)} -> {fmt(leaf.oshape)})"
-    if leaf.size(split) is not None:
+    if len(set(split)) < len(split):
         raise ValueError(
-            f"{where} couples the grid dim {split!r} within {coupling} but fixes its size "
-            f"({leaf.size(split)}): its arrays are indexed along it, so it cannot run on an "
-            f"extended slab (only shift-invariant halo operators such as Convolution can)."
+            f"{where} couples {list(split)} within a halo, a dim split over several mesh axes "
+            f"together; splitting it so is not covered."
         )
-    if split not in leaf.ishape or len(leaf.ishape) != len(leaf.oshape):
-        raise ValueError(
-            f"{where} couples the grid dim {split!r} within {coupling} but does not map it "
-            f"position by position to its output; splitting it by halo exchange needs that."
-        )
-    lay = _Layout(n, devices, coupling.width, coupling.periodic)
-    if coupling.width > lay.limit:
-        raise ValueError(
-            f"{where} couples the grid dim {split!r} within {coupling}, more than the "
-            f"{lay.limit} entries each halo can take from one neighbour ({lay.describe()}); "
-            f"split over fewer devices."
-        )
-    dim_out = leaf.oshape[leaf.ishape.index(split)]
-    leaf = place(leaf, mesh, ())
-    return _Halo(leaf, coupling.width, coupling.periodic, split, dim_out, reduce=False)
+    halo_widths, periodic = [], []
+    for s in split:
+        coupling = leaf.coupling(s) if s in all_dims(leaf) else Coupling.NONE
+        if coupling == Coupling.GLOBAL:
+            raise ValueError(
+                f"{where} couples the split grid dim {s!r} globally and another split dim "
+                f"within a halo; a stage for both at once is not covered."
+            )
+        if leaf.size(s) is not None:
+            raise ValueError(
+                f"{where} couples the grid dim {s!r} within {coupling} but fixes its size "
+                f"({leaf.size(s)}): its arrays are indexed along it, so it cannot run on an "
+                f"extended slab (only shift-invariant halo operators such as Convolution can)."
+            )
+        if s not in leaf.ishape or len(leaf.ishape) != len(leaf.oshape):
+            raise ValueError(
+                f"{where} couples the grid dim {s!r} within {coupling} but does not map it "
+                f"position by position to its output; splitting it by halo exchange needs that."
+            )
+        halo_widths.append(coupling.width)
+        periodic.append(coupling.periodic)
+    dims_out = tuple(leaf.oshape[leaf.ishape.index(s)] for s in split)
+    placed = place(leaf, mesh, ())
+    return _Halo(placed, tuple(halo_widths), tuple(periodic), split, dims_out, reduce=False)
 
 
 def _fft_of(leaf: NamedLinop) -> tuple[FFT | None, bool]:
@@ -718,11 +599,6 @@ def _fft_of(leaf: NamedLinop) -> tuple[FFT | None, bool]:
     if isinstance(leaf, Adjoint) and isinstance(leaf.linop, FFT):
         return leaf.linop, True
     return None, False
-
-
-def _transformed(fft: FFT, inverse: bool) -> tuple[Dims, Dims]:
-    """The dims an FFT (or its adjoint, `inverse`) transforms, at its input and output."""
-    return (fft.dual_shape, fft.primal_shape) if inverse else (fft.primal_shape, fft.dual_shape)
 
 
 def _size_of(known: list[NamedLinop], trade: str, dims_in: Dims, dims_out: Dims) -> int:
@@ -742,66 +618,26 @@ def _sizes(A: NamedLinop) -> tuple[tuple[str, int], ...]:
     return tuple((d, n) for d in sorted(all_dims(A)) if (n := A.size(d)) is not None)
 
 
-def _axis(shape: Dims, dim: str, ndim: int) -> int:
-    """The array axis of `dim` in an array of `ndim` axes laid out by `shape`."""
-    axis = axis_of(shape, dim)
-    return axis + ndim if axis < 0 else axis
-
-
-def _specs(stage: Stage, arrays, name: str):
+def _specs(stage: Stage, arrays, names: tuple[str, ...]):
     """The `shard_map` specs of a stage's arrays: those of a `_Local` or `Points` split
-    along their leading (device) axis where it has one entry per device (a `_Local` with
-    a batch dim: also along the second, across the batch dim's mesh axis); the others'
-    replicated."""
+    along their leading (device) axes, one per slab axis, where they have one entry per
+    device (a `_Local` with a batch dim: also along the next, across the batch dim's mesh
+    axis); the others' replicated."""
     if isinstance(stage, (_Local, Points)):
         b = stage.batch if isinstance(stage, _Local) else None
-        axes = (name,) if b is None else (name, b.dim if b.across else None)
+        axes = names + (() if b is None else (b.dim if b.across else None,))
         return jax.tree.map(lambda a: grid_spec(a, axes), arrays)
     return jax.tree.map(lambda a: PartitionSpec(), arrays)
 
 
-def _global_out(leaf: NamedLinop, dim: str, shape: Shape, dtype) -> tuple[Shape, int]:
-    """The output shape of `leaf` on the whole (unsplit) input `shape`, and the axis of
-    `dim` there."""
-    out = jax.eval_shape(leaf, jax.ShapeDtypeStruct(shape, dtype))
-    return tuple(out.shape), _axis(leaf.oshape, dim, out.ndim)
-
-
-def _masked(x: jax.Array, axis: int, n: int, axis_name: str) -> jax.Array:
-    """This device's block of a dim of `n` entries split along `axis`, its padding zero."""
-    lay = _Layout(n, jax.lax.axis_size(axis_name), 0, False)
-    return _valid(x, axis, lay, jax.lax.axis_index(axis_name))
-
-
-def _resize(x: jax.Array, sizes: dict[int, tuple[int, int]]) -> jax.Array:
-    """`x` centered-padded or cropped along each axis `a` of `sizes` from `sizes[a][0]`
-    entries to `sizes[a][1]` (as `center_pad` and `center_crop`)."""
-    for a, (n_in, n_out) in sizes.items():
-        ((before, after),) = pad_widths((min(n_in, n_out),), (max(n_in, n_out),))
-        if n_out >= n_in:
-            x = jnp.pad(x, _widths(x.ndim, a, (before, after)))
-        else:
-            x = jax.lax.slice_in_dim(x, before, before + n_out, axis=a)
-    return x
-
-
-def _widths(ndim: int, axis: int, width: tuple[int, int]) -> list[tuple[int, int]]:
-    """`jnp.pad` widths: `width` along `axis`, none elsewhere."""
-    return [width if a == axis else (0, 0) for a in range(ndim)]
-
-
-def _with(shape: Shape, axis: int, n: int) -> Shape:
-    """`shape` with `n` entries along `axis`."""
-    return tuple(n if a == axis else s for a, s in enumerate(shape))
-
-
-def _spec(ndim: int, axes: dict[int, str]) -> PartitionSpec:
-    """An array of `ndim` axes split along each axis of `axes` over its mesh axis."""
-    return PartitionSpec(*(axes.get(a) for a in range(ndim)))
+def _spec(ndim: int, axes: dict[int, tuple[str, ...]]) -> PartitionSpec:
+    """An array of `ndim` axes split along each axis of `axes` over its mesh axes."""
+    entries = (axes.get(a, ()) for a in range(ndim))
+    return PartitionSpec(*(e[0] if len(e) == 1 else (e or None) for e in entries))
 
 
 def _pad(x: jax.Array, axis: int, devices: int) -> jax.Array:
     """`x` zero-padded at the end of `axis` to a multiple of `devices` blocks."""
     n = x.shape[axis]
     extra = -(-n // devices) * devices - n
-    return jnp.pad(x, _widths(x.ndim, axis, (0, extra))) if extra else x
+    return jnp.pad(x, widths(x.ndim, axis, (0, extra))) if extra else x

@@ -7,7 +7,7 @@ $c = \lfloor p \rfloor$ along the dim (taken modulo $N$ when the grid wraps arou
 is shifted to that slab's coordinates extended by $h$, the operator's reach along the
 dim: $p' = p - dB + h$. On device $d$:
 
-- forward: the slab is extended by $h$ entries from each neighbour (`halo_extend`), the
+- forward: the slab is extended by $h$ entries from the neighbouring slabs (`halo_extend`), the
   operator runs unchanged on it at the bucket's points (`OffGrid.local`; the buckets are
   padded to the largest with points whose values are never used), and the values go to
   the devices that own them in the output, which is split along the first point dim in
@@ -18,8 +18,13 @@ dim: $p' = p - dB + h$. On device $d$:
   spread onto the extended slab, and the halos are added into the neighbours
   (`halo_reduce`).
 
-Each device reads and writes only its slab and two $h$-wide halos and holds only its
-bucket's points: the grid is never gathered. The collective bytes per application are the
+Split along several grid dims at once (a pencil, one mesh axis each), a point goes into
+the bucket of the block holding its cell along every split dim, the block is extended
+along each of them (the corners come along), and the output is split along the first
+point dim over all those mesh axes together (devices in row-major order).
+
+Each device reads and writes only its block and its halos and holds only its bucket's
+points: the grid is never gathered. The collective bytes per application are the
 two halo faces and the points' values (the chunks padded to the largest).
 """
 
@@ -44,58 +49,64 @@ Shape = tuple[int, ...]
 
 
 class Points(eqx.Module):
-    """The stage of an off-grid operator split along its grid dim `dim_in` (axis `split`
-    of its `grid`), its output split along its first point dim `dim_out` (see the module
-    doc). `tiles` is the operator on each device's extended slab at its bucket's `bucket`
-    points, stacked on a leading device axis. `send` `[D, D, Q]`: per device and
-    destination, the bucket positions of the values sent there (`bucket` for padding);
-    `recv` `[D, D, Q]`: per device and source, their positions in this device's output
-    block (past the block for padding). `trailing`: the sizes of the per-point dims
-    after the point dims (see `OffGrid`). `reduce`: the adjoint."""
+    """The stage of an off-grid operator split along its grid dims `dims_in` (axes
+    `split` of its `grid`, one per slab axis of the mesh), its output split along its
+    first point dim over all those mesh axes (see the module doc). `tiles` is the
+    operator on each device's extended block at its bucket's `bucket` points, stacked on
+    leading device axes (one per slab axis). `send` `[D..., P, Q]` ($P$ devices in all):
+    per device and destination, the bucket positions of the values sent there (`bucket`
+    for padding); `recv` `[D..., P, Q]`: per device and source, their positions in this
+    device's output block (past the block for padding). `halos`: the reach along each
+    split axis. `trailing`: the sizes of the per-point dims after the point dims (see
+    `OffGrid`). `reduce`: the adjoint."""
 
     tiles: NamedLinop
     send: jax.Array
     recv: jax.Array
     grid: Shape = eqx.field(static=True)
-    split: int = eqx.field(static=True)
+    split: tuple[int, ...] = eqx.field(static=True)
     points: Shape = eqx.field(static=True)
     bucket: int = eqx.field(static=True)
-    halo: int = eqx.field(static=True)
+    halos: tuple[int, ...] = eqx.field(static=True)
     periodic: bool = eqx.field(static=True)
-    dim_in: str = eqx.field(static=True)
-    dim_out: str = eqx.field(static=True)
+    dims_in: tuple[str, ...] = eqx.field(static=True)
+    dims_out: tuple[str, ...] = eqx.field(static=True)
     trailing: Shape = eqx.field(static=True, default=())
     reduce: bool = eqx.field(static=True, default=False)
 
     def adjoint(self) -> Points:
         return dataclasses.replace(
-            self, dim_in=self.dim_out, dim_out=self.dim_in, reduce=not self.reduce
+            self, dims_in=self.dims_out, dims_out=self.dims_in, reduce=not self.reduce
         )
 
-    def run(self, x: jax.Array, shape: Shape, axis: int, axis_name: str) -> jax.Array:
-        tile = tile_at(self.tiles, (0,))
-        send, recv, n = self.send[0], self.recv[0], self.grid[self.split]
+    def run(self, x: jax.Array, shape: Shape, axes, names: tuple[str, ...]) -> jax.Array:
+        first = (0,) * len(self.split)
+        tile, send, recv = tile_at(self.tiles, first), self.send[first], self.recv[first]
+        halos = list(zip(self.split, self.halos, names))
         w = self.trailing
         if self.reduce:
             batch = x.shape[: x.ndim - len(self.points) - len(w)]
-            got = _exchange(_take(x.reshape(batch + (-1,) + w), recv, w), axis_name, w)
+            got = _exchange(_take(x.reshape(batch + (-1,) + w), recv, w), names, w)
             values = _put(jnp.zeros(batch + (self.bucket,) + w, x.dtype), send, got, w)
             slab = tile.apply_adjoint(values)
-            at = len(batch) + self.split
-            return halo_reduce(slab, at, self.halo, axis_name, n, self.periodic)
-        values = tile(halo_extend(x, axis, self.halo, axis_name, n, self.periodic))
+            for a, h, name in reversed(halos):
+                slab = halo_reduce(slab, len(batch) + a, h, name, self.grid[a], self.periodic)
+            return slab
+        for (a, h, name), at in zip(halos, axes):
+            x = halo_extend(x, at, h, name, self.grid[a], self.periodic)
+        values = tile(x)
         batch = values.shape[: values.ndim - 1 - len(w)]
-        got = _exchange(_take(values, send, w), axis_name, w)
-        block = -(-self.points[0] // jax.lax.axis_size(axis_name))
+        got = _exchange(_take(values, send, w), names, w)
+        block = -(-self.points[0] // math.prod(jax.lax.axis_size(n) for n in names))
         out = jnp.zeros(batch + (block * math.prod(self.points[1:]),) + w, values.dtype)
         return _put(out, recv, got, w).reshape(batch + (block,) + self.points[1:] + w)
 
-    def out(self, shape: Shape, axis: int, devices: int, dtype) -> tuple[Shape, int]:
+    def out(self, shape: Shape, axes, devices: Shape, dtype) -> tuple[Shape, tuple[int, ...]]:
         if self.reduce:
             batch = shape[: len(shape) - len(self.points) - len(self.trailing)]
-            return batch + self.grid, len(batch) + self.split
+            return batch + self.grid, tuple(len(batch) + a for a in self.split)
         batch = shape[: len(shape) - len(self.grid)]
-        return batch + self.points + self.trailing, len(batch)
+        return batch + self.points + self.trailing, (len(batch),) * len(self.split)
 
 
 # The helpers below find the point axis of their arrays before the trailing per-point
@@ -118,59 +129,80 @@ def _put(out: jax.Array, index: jax.Array, values: jax.Array, w: Shape) -> jax.A
     return out.at[where].set(flat, mode="drop")
 
 
-def _exchange(chunks: jax.Array, axis_name: str, w: Shape) -> jax.Array:
-    """`chunks` `[..., D, Q, *w]`: chunk `e` goes to device `e`; returns `[..., D, Q, *w]`,
-    the chunks received, by source device."""
+def _exchange(chunks: jax.Array, names: tuple[str, ...], w: Shape) -> jax.Array:
+    """`chunks` `[..., P, Q, *w]`: chunk `e` goes to device `e` (row-major over the mesh
+    axes `names`); returns `[..., P, Q, *w]`, the chunks received, by source device."""
     at = chunks.ndim - 2 - len(w)
     moved = jnp.moveaxis(chunks, at, 0)
-    return jnp.moveaxis(jax.lax.all_to_all(moved, axis_name, 0, 0, tiled=True), 0, at)
+    return jnp.moveaxis(jax.lax.all_to_all(moved, names, 0, 0, tiled=True), 0, at)
 
 
-def points_stage(leaf: NamedLinop, grid: OffGrid, split: str, devices: int, mesh: Mesh) -> Points:
-    """The stage of `leaf` (declaring `grid`) split along its grid dim `split` over the
-    `devices` of `mesh`'s one axis: the points bucketed by slab (see the module doc), or a
-    ValueError naming the leaf when it cannot be split so."""
+def points_stage(leaf: NamedLinop, grid: OffGrid, split: tuple[str, ...], mesh: Mesh) -> Points:
+    """The stage of `leaf` (declaring `grid`) split along its grid dims `split` over the
+    first `len(split)` axes of `mesh`, one each: the points bucketed by block (see the
+    module doc), or a ValueError naming the leaf when it cannot be split so."""
     where = f"`create_batched_linop`: {leaf.name} ({fmt(leaf.ishape)} -> {fmt(leaf.oshape)})"
     if isinstance(grid.locs, Tracer):
         raise ValueError(
             f"{where}: its points are traced (built inside `jit`, `vmap` or `grad`), so they "
-            f"cannot be bucketed by slab to split the grid dim {split!r}; build the split "
+            f"cannot be bucketed by slab to split the grid dims {list(split)}; build the split "
             f"operator outside the traced function."
         )
-    axis = list(grid.grid_dims).index(split)
-    n, h = grid.grid_size[axis], grid.reach[axis]
-    lay = _Layout(n, devices, h, grid.periodic)
-    if h > lay.limit:
+    others = [s for s in split if s not in grid.grid_dims]
+    if others or len(set(split)) < len(split):
         raise ValueError(
-            f"{where}: a point reads {h} entries on either side along the grid dim "
-            f"{split!r}, more than the {lay.limit} entries each halo can take from one "
-            f"neighbour ({lay.describe()}); split over fewer devices."
+            f"{where}: grids along {list(grid.grid_dims)}, but the grid split holds it split "
+            f"along {list(split)}; gridding covers splits of distinct grid dims only."
         )
+    names = tuple(mesh.axis_names[: len(split)])
+    devices = tuple(mesh.shape[n] for n in names)
+    axes = tuple(list(grid.grid_dims).index(s) for s in split)
     locs = np.asarray(grid.locs)
     points, flat = locs.shape[:-1], locs.reshape(-1, locs.shape[-1])
-    coord = flat[:, axis]
-    if grid.periodic:
-        coord = np.remainder(coord, n)
-        coord = np.where(coord >= n, coord - n, coord)  # a tiny negative rounds up to n
-    slab = np.clip(np.floor(coord).astype(np.int64), 0, n - 1) // lay.block
-    members = [np.flatnonzero(slab == d) for d in range(devices)]
+    local, cells, local_grid = flat.copy(), [], list(grid.grid_size)
+    for s, a, d in zip(split, axes, devices):
+        n, h = grid.grid_size[a], grid.reach[a]
+        lay = _Layout(n, d, h, grid.periodic)
+        coord = flat[:, a]
+        if grid.periodic:
+            coord = np.remainder(coord, n)
+            coord = np.where(coord >= n, coord - n, coord)  # a tiny negative rounds up to n
+        cell = np.clip(np.floor(coord).astype(np.int64), 0, n - 1) // lay.block
+        local[:, a] = coord - cell * lay.block + h
+        cells.append(cell)
+        local_grid[a] = lay.block + 2 * h
+    owner = np.ravel_multi_index(tuple(cells), devices)
+    count = math.prod(devices)
+    members = [np.flatnonzero(owner == d) for d in range(count)]
     bucket = max(1, *(len(m) for m in members))
-    local_grid = tuple(lay.block + 2 * h if a == axis else s for a, s in enumerate(grid.grid_size))
     parts = []
-    for d, m in enumerate(members):
-        local = np.zeros((bucket, flat.shape[1]), flat.dtype)  # padding points at 0, h
-        local[:, axis] = h
-        local[: len(m)] = flat[m]
-        local[: len(m), axis] = coord[m] - d * lay.block + h
-        parts.append(grid.local(jnp.asarray(local), local_grid))
-    tiles = stack_tiles(parts, (devices,))
+    for m in members:
+        at = np.zeros((bucket, flat.shape[1]), flat.dtype)
+        at[:, list(axes)] = [grid.reach[a] for a in axes]  # padding points at a cell's corner
+        at[: len(m)] = local[m]
+        parts.append(grid.local(jnp.asarray(at), tuple(local_grid)))
+    tiles = stack_tiles(parts, devices)
     assert tiles is not None, "the local operators differ only in their arrays"
-    send, recv = _routes(members, points, devices, bucket)
-    name = next(iter(mesh.shape))
-    tiles, send, recv = place((tiles, jnp.asarray(send), jnp.asarray(recv)), mesh, (name,))
+    send, recv = _routes(members, points, count, bucket)
+    routes = (
+        jnp.asarray(send.reshape(devices + send.shape[1:])),
+        jnp.asarray(recv.reshape(devices + recv.shape[1:])),
+    )
+    tiles, send, recv = place((tiles, *routes), mesh, names)
     w = tuple(grid.trailing)
     dim_out = leaf.oshape[len(leaf.oshape) - len(points) - len(w)]
-    args = (grid.grid_size, axis, points, bucket, h, grid.periodic, split, dim_out, w)
+    halos = tuple(grid.reach[a] for a in axes)
+    args = (
+        grid.grid_size,
+        axes,
+        points,
+        bucket,
+        halos,
+        grid.periodic,
+        split,
+        (dim_out,) * len(split),
+        w,
+    )
     return Points(tiles, send, recv, *args)
 
 

@@ -17,10 +17,28 @@ positions $w, \dots, w + n_i - 1$; the padding entries of $x$ are never read.
 `halo_reduce` is its adjoint: it adds the halo parts of an extended block into the
 neighbours' blocks (what spreading onto an extended block needs).
 
-Each halo comes from one neighbour, so `width` is at most $B$, and with `periodic=True`
-(where the first device's halo is the last valid entries of device $U - 1$) at most
-$n_{U-1}$. Each call moves $w$ entries per face in each direction (two
-`collective-permute`s of $w \times$ the face).
+**Hops.** A halo wider than a block takes its entries from as many devices as it needs:
+the $k$-th hop brings device $i$ entries of device $i - k$ (for the halo before) and of
+device $i + k$ (after), around the $U$ used devices with `periodic`. Walking away from
+device $i$, each device passes on $m_d$ entries: its valid ones with `periodic`
+($m_{U-1} = n_{U-1}$), its whole block otherwise (past the end they are zeros). The halo
+before is, for $k = 1, 2, \dots$ until $w$ entries are collected, the last
+$\min(m_{i-k}, w - \sum_{l<k} m_{i-l})$ entries of device $i - k$; the halo after
+likewise the first entries of device $i + k$. Without `periodic` the hops stop at the
+ends (zeros beyond), so any $w$ is allowed (at most $U - 1$ hops); with `periodic` a halo
+wraps around the dim as often as it needs (a hop may reach device $i$ itself).
+A halo takes $\lceil w / B \rceil$ hops, one more where a periodic halo passes a ragged
+last block.
+
+**Costs.** Each hop is one `collective-permute` per direction, between the pairs of
+devices that have entries to move, of chunks as long as the longest piece of that hop
+(at most $B$ entries) times the face (the other axes). With even blocks or without
+`periodic` the hops move $\min(B, w - (k-1)B)$ entries: exactly $w \times$ the face per
+direction in all, the one-hop halo $w \le B$ included (never a whole block for a narrower
+halo). A periodic halo passing a ragged last block moves at most $B - n_{U-1}$ entries
+more per direction (25 entries over 8 devices, $w = 4$: a hop of 4 between all pairs,
+then one of 3 between one pair). Where the cuts and places of a hop agree on all devices
+they are static slices; with a periodic ragged block they are indexed by device.
 """
 
 from __future__ import annotations
@@ -36,32 +54,32 @@ from .._arrays import as_array, as_size
 def halo_extend(
     x: jax.Array, axis: int, width: int, axis_name: str, size: int, periodic: bool
 ) -> jax.Array:
-    r"""This device's block extended by `width` entries from each neighbour along `axis`.
+    r"""This device's block extended by `width` entries from each side along `axis`.
 
     Called inside `jax.shard_map` on a block of $B = \lceil$`size`$/D\rceil$ entries along
     `axis` (see the module docstring for the layout); returns $B + 2w$ entries along
-    `axis`: the previous device's last `width` valid entries, this block's valid entries,
-    the next device's first `width` entries, then zeros for a ragged block. With
-    `periodic`, the first and last devices wrap around the global size `size`; otherwise
-    they get zeros. Split along two axes (a pencil), call it once per axis: the second
-    call extends the already extended block, so the corners come along. `width=0`
-    returns `x` unchanged. Other axes of `x` pass through.
+    `axis`: the `width` valid entries before the block (from the previous devices), this
+    block's valid entries, the `width` entries after it (from the next devices), then zeros
+    for a ragged block. With `periodic`, the halos wrap around the global size `size`
+    (`width` at most `size`); otherwise they are zero past the ends (any `width`). A
+    halo wider than a neighbour's block comes from several neighbours, one hop each.
+    Split along two axes (a pencil), call it once per axis: the second call extends the
+    already extended block, so the corners come along. `width=0` returns `x` unchanged.
+    Other axes of `x` pass through.
     """
     axis, lay = _layout("halo_extend", x, axis, width, axis_name, size, periodic, 0)
     if lay.width == 0:
         return x
-    w, b, n = lay.width, lay.block, lay.last
     index = jax.lax.axis_index(axis_name)
     x = _valid(_varying(x, axis_name), axis, lay, index)
-    tail = _slice(x, axis, b - w, b)
-    if lay.ragged_wrap:
-        tail = _on_last(index, lay, tail, _slice(x, axis, n - w, n))
-    before = _shift(tail, axis_name, lay.ring(1))
-    after = _shift(_slice(x, axis, 0, w), axis_name, lay.ring(-1))
-    out = jnp.concatenate([before, x, after], axis)
-    if lay.ragged_wrap:
-        ragged = jnp.concatenate([before, _slice(x, axis, 0, n), after], axis)
-        out = _on_last(index, lay, out, _pad(ragged, axis, 0, b - n))
+    hops = lay.hops()
+    low, high = _margins(hops, lay.block)
+    source = _pad(x, axis, low, high)
+    out = _pad(x, axis, lay.width, lay.width)
+    for hop in hops:
+        chunk = _cut(source, axis, hop.length, low + _pick(hop.start, index))
+        sent = jax.lax.ppermute(_mask(chunk, axis, hop, index), axis_name, hop.pairs)
+        out = _add_at(out, axis, sent, _pick(hop.at, index))
     return out
 
 
@@ -69,33 +87,46 @@ def halo_reduce(
     y: jax.Array, axis: int, width: int, axis_name: str, size: int, periodic: bool
 ) -> jax.Array:
     r"""The adjoint of [`halo_extend`][]: an extended block back to a block, the halo parts
-    added into the neighbours' blocks.
+    added into the blocks they came from.
 
     `y` is this device's extended block ($B + 2w$ entries along `axis`, laid out as
     `halo_extend` returns them); the result has $B$ entries along `axis`:
-    $$r_i = y_i[w : w + n_i] + (\text{the first } w \text{ entries of } y_{i+1}
-    \text{ at the end of the valid part}) + (\text{the } w \text{ entries of } y_{i-1}
-    \text{ after its valid part, at the start}),$$
-    with zeros in the padding entries. Summed over devices,
-    $\langle \mathrm{extend}(x), y\rangle = \langle x, \mathrm{reduce}(y)\rangle$. For a
-    pencil, reduce the axes in the reverse order of the extensions.
+    $$r_i = y_i[w : w + n_i] + \sum_{j \ne i} (\text{the entries of } y_j
+    \text{ that } e_j \text{ took from device } i),$$
+    each added where it came from, with zeros in the padding entries. Summed over devices,
+    $\langle \mathrm{extend}(x), y\rangle = \langle x, \mathrm{reduce}(y)\rangle$. The
+    same hops as `halo_extend`, each in the reverse direction. For a pencil, reduce the
+    axes in the reverse order of the extensions.
     """
     axis, lay = _layout("halo_reduce", y, axis, width, axis_name, size, periodic, 2)
     if lay.width == 0:
         return y
-    w, b, n = lay.width, lay.block, lay.last
     index = jax.lax.axis_index(axis_name)
     y = _varying(y, axis_name)
-    after = _slice(y, axis, w + b, 2 * w + b)
-    if lay.ragged_wrap:
-        after = _on_last(index, lay, after, _slice(y, axis, w + n, 2 * w + n))
-    from_prev = _shift(after, axis_name, lay.ring(1))
-    from_next = _shift(_slice(y, axis, 0, w), axis_name, lay.ring(-1))
-    at_end = _pad(from_next, axis, b - w, 0)
-    if lay.ragged_wrap:
-        at_end = _on_last(index, lay, at_end, _pad(from_next, axis, n - w, b - n))
-    out = _slice(y, axis, w, w + b) + _pad(from_prev, axis, 0, b - w) + at_end
-    return _valid(out, axis, lay, index)
+    hops = lay.hops()
+    low, high = _margins(hops, lay.block)
+    out = _pad(_slice(y, axis, lay.width, lay.width + lay.block), axis, low, high)
+    for hop in hops:
+        back = [(r, s) for s, r in hop.pairs]
+        chunk = jax.lax.ppermute(_cut(y, axis, hop.length, _pick(hop.at, index)), axis_name, back)
+        out = _add_at(out, axis, _mask(chunk, axis, hop, index), low + _pick(hop.start, index))
+    return _valid(_slice(out, axis, low, low + lay.block), axis, lay, index)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Hop:
+    """One `ppermute` of `halo_extend`: each sender `s` of `pairs` (`(s, r)`) cuts
+    `length` entries of its block from `start[s]`, of which the `count[s]` from
+    `offset[s]` on are halo entries (the others are sent as zeros), and receiver `r` adds
+    them into its extended block from `at[r]`. Tables: one value per device (devices
+    that send or receive nothing hold another device's value)."""
+
+    length: int
+    pairs: tuple[tuple[int, int], ...]
+    start: tuple[int, ...]
+    offset: tuple[int, ...]
+    count: tuple[int, ...]
+    at: tuple[int, ...]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -120,30 +151,54 @@ class _Layout:
     def last(self) -> int:
         return self.size - (self.used - 1) * self.block
 
-    @property
-    def ragged_wrap(self) -> bool:
-        """Whether the last used block is ragged and wraps around to the first."""
-        return self.periodic and self.last < self.block
+    def passes(self, device: int) -> int:
+        """The entries a halo takes from a used device it passes through: its valid ones
+        when periodic, else its whole block (zeros past the end)."""
+        return self.last if self.periodic and device == self.used - 1 else self.block
 
-    @property
-    def limit(self) -> int:
-        """The widest halo one neighbour can give: a block, or with `periodic` the last
-        block's valid entries (the first device's halo wraps around to them)."""
-        return self.last if self.periodic else self.block
+    def hops(self) -> tuple[_Hop, ...]:
+        """The hops bringing the halos before (`k` = 1, 2, ...), then those after."""
+        return self._hops(before=True) + self._hops(before=False)
 
-    def describe(self) -> str:
-        return (
-            f"{self.size} entries over {self.devices} devices: blocks of {self.block}, the "
-            f"last with {self.last}"
-        )
+    def _hops(self, before: bool) -> tuple[_Hop, ...]:
+        moves: dict[int, list[tuple[int, int, int, int, int]]] = {}
+        for r in range(self.used):
+            rest, k = self.width, 1
+            while rest > 0:
+                s = r - k if before else r + k
+                if not (self.periodic or 0 <= s < self.used):
+                    break
+                s %= self.used
+                n = self.passes(s)
+                c = min(n, rest)
+                # (sender, receiver, first halo entry in the sender's block, count, where
+                # the receiver's extended block takes it)
+                first, at = (
+                    (n - c, rest - c) if before else (0, 2 * self.width + self.passes(r) - rest)
+                )
+                moves.setdefault(k, []).append((s, r, first, c, at))
+                rest, k = rest - c, k + 1
+        return tuple(self._hop(m) for _, m in sorted(moves.items()))
 
-    def ring(self, step: int) -> list[tuple[int, int]]:
-        """The `ppermute` pairs sending each used device's data `step` (+1 or -1) devices
-        on, around the used devices when periodic."""
-        pairs = [(i, i + step) for i in range(self.used) if 0 <= i + step < self.used]
-        if self.periodic:
-            pairs.append((0, self.used - 1) if step < 0 else (self.used - 1, 0))
-        return pairs
+    def _hop(self, moves: list[tuple[int, int, int, int, int]]) -> _Hop:
+        """A hop's tables from its moves: chunks as long as the longest move, each placed
+        inside the receiver's extended block (its halo entries shifted within it)."""
+        length = max(c for _, _, _, c, _ in moves)
+        span = self.block + 2 * self.width
+        start, offset, count, at = {}, {}, {}, {}
+        for s, r, first, c, where in moves:
+            at[r] = min(where, span - length)
+            offset[s] = where - at[r]
+            start[s] = first - offset[s]
+            count[s] = c
+        tables = [self._table(t) for t in (start, offset, count, at)]
+        return _Hop(length, tuple((s, r) for s, r, *_ in moves), *tables)
+
+    def _table(self, values: dict[int, int]) -> tuple[int, ...]:
+        """`{device: value}` as one value per device, the missing ones filled with the
+        first value (so a table whose devices agree stays constant)."""
+        fill = next(iter(values.values()))
+        return tuple(values.get(d, fill) for d in range(self.devices))
 
 
 def _layout(
@@ -185,13 +240,6 @@ def _layout(
             f"block must have {expected} entries along axis {axis}; got shape "
             f"{tuple(x.shape)}."
         )
-    if width > lay.limit:
-        source = "the last block's valid entries (periodic)" if periodic else "a block"
-        raise ValueError(
-            f"`{name}(width=...)` must be at most {lay.limit}, the size of {source}: each "
-            f"halo comes from one neighbour ({lay.describe()} valid entries); got {width}. "
-            f"Split over fewer devices or use a smaller width."
-        )
     return axis, lay
 
 
@@ -210,14 +258,40 @@ def _valid(x: jax.Array, axis: int, lay: _Layout, index: jax.Array) -> jax.Array
     return jnp.where(jax.lax.broadcasted_iota(jnp.int32, x.shape, axis) < count, x, 0)
 
 
-def _on_last(index: jax.Array, lay: _Layout, other: jax.Array, last: jax.Array) -> jax.Array:
-    """`last` on the last used device, `other` on the others."""
-    return jnp.where(index == lay.used - 1, last, other)
+def _pick(table: tuple[int, ...], index: jax.Array) -> int | jax.Array:
+    """This device's value of `table`: a Python int where all devices share it (a static
+    slice), else looked up by the device's `index`."""
+    if len(set(table)) == 1:
+        return table[0]
+    return jnp.asarray(table, jnp.int32)[index]
 
 
-def _shift(x: jax.Array, axis_name: str, pairs: list[tuple[int, int]]) -> jax.Array:
-    """`jax.lax.ppermute` of `x` by `pairs`; devices that receive nothing get zeros."""
-    return jax.lax.ppermute(x, axis_name, pairs) if pairs else jnp.zeros_like(x)
+def _margins(hops: tuple[_Hop, ...], block: int) -> tuple[int, int]:
+    """The zeros to pad a block with, before and after, for every cut of `hops` to lie
+    inside it (a cut's entries past its halo entries may stick out: they are sent as
+    zeros)."""
+    low = max(0, *(-min(h.start) for h in hops))
+    high = max(0, *(max(h.start) + h.length - block for h in hops))
+    return low, high
+
+
+def _mask(chunk: jax.Array, axis: int, hop: _Hop, index: jax.Array) -> jax.Array:
+    """`chunk` with its entries along `axis` outside this device's halo entries zero."""
+    offset, count = _pick(hop.offset, index), _pick(hop.count, index)
+    if isinstance(offset, int) and isinstance(count, int) and (offset, count) == (0, hop.length):
+        return chunk
+    pos = jax.lax.broadcasted_iota(jnp.int32, chunk.shape, axis)
+    return jnp.where((pos >= offset) & (pos < offset + count), chunk, 0)
+
+
+def _cut(x: jax.Array, axis: int, length: int, start: int | jax.Array) -> jax.Array:
+    return jax.lax.dynamic_slice_in_dim(x, start, length, axis)
+
+
+def _add_at(out: jax.Array, axis: int, chunk: jax.Array, at: int | jax.Array) -> jax.Array:
+    """`out` with `chunk` added into its entries from `at` on along `axis`."""
+    window = _cut(out, axis, chunk.shape[axis], at) + chunk
+    return jax.lax.dynamic_update_slice_in_dim(out, window, at, axis)
 
 
 def _slice(x: jax.Array, axis: int, start: int, stop: int) -> jax.Array:
@@ -225,6 +299,8 @@ def _slice(x: jax.Array, axis: int, start: int, stop: int) -> jax.Array:
 
 
 def _pad(x: jax.Array, axis: int, before: int, after: int) -> jax.Array:
+    if before == after == 0:
+        return x
     pads = [(0, 0)] * x.ndim
     pads[axis] = (before, after)
     return jnp.pad(x, pads)

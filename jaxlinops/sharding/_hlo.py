@@ -16,7 +16,8 @@ instruction's `replica_groups`; else all `devices`) and a result of $s$ bytes:
 | collective-permute | $s$ | each device sends its block to one peer (a halo, a shift) |
 
 A collective inside a loop body is counted once (the figures are per instruction, not per
-iteration).
+iteration); `looped_collective_bytes` counts it once per iteration where XLA knows the
+loop's trip count.
 """
 
 from __future__ import annotations
@@ -35,6 +36,8 @@ _GROUPS_IOTA = re.compile(r"replica_groups=\[(?P<shape>[\d,]+)\]<=")
 # newer XLA: replica_groups=mesh['a'=4,'b'=2] {'a'} (the groups run over the listed axes)
 _GROUPS_MESH = re.compile(r"replica_groups=mesh\[(?P<mesh>[^\]]*)\]\s*\{(?P<axes>[^}]*)\}")
 _MESH_AXIS = re.compile(r"'(?P<name>[^']+)'=(?P<size>\d+)")
+_COMPUTATION = re.compile(r"^(?:ENTRY )?%(?P<name>[^\s(]+) ", re.M)
+_LOOP = re.compile(r'\bwhile\(.*\bbody=%(?P<body>[^\s,]+).*"known_trip_count":\{"n":"(?P<n>\d+)')
 DTYPE_BYTES = {
     "pred": 1, "s8": 1, "u8": 1, "s16": 2, "u16": 2, "f16": 2, "bf16": 2, "s32": 4, "u32": 4,
     "f32": 4, "s64": 8, "u64": 8, "f64": 8, "c64": 8, "c128": 16,
@@ -84,3 +87,21 @@ def _group_size(attributes: str, devices: int) -> int:
         axes = re.findall(r"'([^']+)'", mesh["axes"])
         return math.prod(sizes[a] for a in axes)
     return devices
+
+
+def looped_collective_bytes(text: str, devices: int) -> dict[str, float]:
+    """`collective_bytes` of a compiled program's HLO `text` per application: those in a
+    loop's body (its computation's) once per iteration (its `known_trip_count`; nested
+    loops multiply; a loop of unknown trip count: once)."""
+    heads = list(_COMPUTATION.finditer(text))
+    ends = [h.start() for h in heads[1:]] + [len(text)]
+    bodies = {h["name"]: text[h.start() : end] for h, end in zip(heads, ends)}
+    times = dict.fromkeys(bodies, 1)
+    for name in reversed(bodies):  # HLO text defines a computation before its callers
+        for loop in _LOOP.finditer(bodies[name]):
+            times[loop["body"]] = times[name] * int(loop["n"])
+    totals: dict[str, float] = {}
+    for name, body in bodies.items():
+        for kind, size in collective_bytes(body, devices).items():
+            totals[kind] = totals.get(kind, 0.0) + times[name] * size
+    return totals

@@ -4,13 +4,15 @@ A candidate plan spreads one or two splittable dims over the devices (one tile o
 $t_d = \lceil n_d / D_d \rceil$ entries per device along a mesh axis of $D_d$ devices),
 optionally followed by a memory-only loop over smaller tiles of one dim, or splits one grid
 dim (a dim the operator couples, such as an FFT's) by domain decomposition, one slab per
-device (`jaxlinops.sharding._grid`). Each candidate the search reaches is built with
-`create_batched_linop` and its application compiled (`jax.jit(lambda B, x:
-B(x)).lower(B, x).compile()`); XLA's own figures decide:
+device (`jaxlinops.sharding._grid`), alone, with a dim it applies entry by entry (coils)
+on a 2-D mesh, or with a loop over such a dim on each device. Each candidate the search
+reaches is built with `create_batched_linop` and its application compiled
+(`jax.jit(lambda B, x: B(x)).lower(B, x).compile()`); XLA's own figures decide:
 
 - its per-device peak $M$: `memory_analysis()` arguments + output + temporaries (less
   buffers aliased between arguments and output);
-- its collective bytes $K$ per application: `collective_bytes` of the compiled HLO.
+- its collective bytes $K$ per application: `collective_bytes` of the compiled HLO, those
+  in a loop's body once per iteration.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from .._arrays import Device, as_size
 from .._core import Coupling, NamedLinop, all_dims, check_input
 from .._dims import fmt, has_wildcards
 from ._build import create_batched_linop
-from ._hlo import collective_bytes
+from ._hlo import looped_collective_bytes
 from ._log import logger
 from ._spec import BatchSpec, device_matrix
 
@@ -41,7 +43,8 @@ MAX_COMPILES = 6  # candidates compiled per call, besides the unsplit operator
 class Candidate:
     """One plan: `outer = {dim: (tile, devices)}` spread over a mesh, then an optional
     memory-only loop `inner = (dim, tile)`, with its first estimates; with `grid`, `outer`
-    is one dim the operator couples, split into one slab per device."""
+    starts with a dim the operator couples, split into one slab per device (then, on a 2-D
+    mesh, a dim it applies entry by entry, in one block per device)."""
 
     outer: tuple[tuple[str, int, int], ...]
     inner: tuple[str, int] | None
@@ -65,11 +68,14 @@ class Candidate:
         return (communicates, self.comm_estimate, self.tiles_per_device, self.estimate)
 
     def __str__(self) -> str:
+        parts = " x ".join(f"{d}/{t} over {m}" for d, t, m in self.outer)
+        mesh = " x ".join(str(m) for _, _, m in self.outer)
+        where = f"{self.devices} devices" + (f", a {mesh} mesh" if len(self.outer) > 1 else "")
         if self.grid:
-            ((d, t, m),) = self.outer
-            return f"grid {d}/{t} over {m} ({m} devices, one slab each)"
-        parts = [f"{d}/{t} over {m}" for d, t, m in self.outer]
-        text = " x ".join(parts) + f" ({self.devices} devices)"
+            blocks = "".join(f" and a block of {d}" for d, _, _ in self.outer[1:])
+            text = f"grid {parts} ({where}, one slab{blocks} each)"
+        else:
+            text = f"{parts} ({where})"
         if self.inner is not None:
             text += f", then {self.inner[0]}/{self.inner[1]} in a loop"
         return text
@@ -154,10 +160,14 @@ class PlanReport:
         else:
             free = "no communication-free split fits (compiled, or by a lower bound of its peak)"
         if c.candidate.grid:
-            dim = c.candidate.outer[0][0]
+            (dim, _, m), *batch = c.candidate.outer
+            inner = c.candidate.inner
+            also = "".join(f" with {d!r} on a {m} x {k} mesh" for d, _, k in batch)
+            also += f" with a loop over {inner[0]!r}" if inner is not None else ""
             return (
-                f"{fits}; {free}: grid split along {dim!r} moves {_bytes(c.communicated)} per "
-                f"application, the fewest collective bytes, then the fewest tiles per device"
+                f"{fits}; {free}: grid split along {dim!r}{also} moves "
+                f"{_bytes(c.communicated)} per application, the fewest collective bytes, then "
+                f"the fewest tiles per device"
             )
         return f"{fits}; {free}: the fewest collective bytes, then the fewest tiles per device"
 
@@ -202,11 +212,14 @@ def plan_batches(
       devices; `create_batched_linop` builds a `GridSplitLinop`). When those slabs are
       ragged, also even slabs on the most devices $D' \ge 2$ that divide $n_d$: a ragged
       split holds its whole input and output on each device (the sharded dims of a
-      `jax.Array` divide evenly), so fewer devices can need less. The planner proposes no
-      grid split with coils on a 2-D mesh or a coil loop inside it (both can be built by
-      hand, see `create_batched_linop`); one the sharding layer refuses to build (a leaf whose
-      coupling it cannot split: a ValueError building or tracing it) is dropped, its reason
-      kept in the report.
+      `jax.Array` divide evenly), so fewer devices can need less. With a dim $c$ of the
+      tiled ones (coils), also the grid on a 2-D mesh $D = D_g D_c$ ($D_g, D_c \ge 2$, each at
+      most the dim's size; each device a slab of $\lceil n_d / D_g \rceil$ and a block of
+      $\lceil n_c / D_c \rceil$ entries of $c$), and the grid split followed by a loop over
+      $c$ in tiles of $\lceil n_c / 2^j \rceil$ (nested specs, the blocks one after another
+      on each device). One the sharding layer refuses to build (a leaf whose coupling it
+      cannot split: a ValueError building or tracing it) is dropped, its reason kept in the
+      report.
 
     **First estimate** (no compile): from the unsplit operator's compiled input $i$,
     output $o$, other arguments $a$ (the operator's arrays) and temporaries $w$, the
@@ -220,19 +233,23 @@ def plan_batches(
     the collective bytes $\hat K = 2 (k - 1) / k \cdot o\, f_{\text{out}}$ of the ring
     `psum` over the $k$ devices of the split dims not in `A.oshape` (their tiles are
     partial sums), 0 when every split dim is in the output (concatenated). A grid
-    candidate's estimate takes $f = 1 / D'$ on its $D'$ devices for everything but the input
-    ($f_{\text{in}} = t_d / n_d$, its slab); its collective bytes depend on how each operator
+    candidate's estimate is the same with the grid dim counted in $f_{\text{out}}$ too (its
+    transposes leave the output split); its collective bytes depend on how each operator
     couples the dim (slab transposes, halos), so they are not estimated: it ranks first
     among the candidates that communicate ($\hat K = 0$, but not communication-free).
 
     **Search.** Candidates are compiled in the order of $(c, \hat K, \text{tiles per
-    device}, \hat M)$, $c$ whether it communicates ($\hat K > 0$ or a grid split),
-    skipping those whose lower bound exceeds the budget: the estimated arguments and
-    output $i f_{\text{in}} + o f_{\text{out}} + a f$, or, for a loop over a layout
-    already compiled without one, that program's peak less its temporaries (a loop
-    shrinks only the work). Once one fits, the search stops at the next candidate that
-    ranks lower on $(c, \hat K, \text{tiles})$ than the best fit's measured figures or
-    whose lower bound is not below the best fit's peak, and after 6 compiles in any case.
+    device}, \hat M)$, $c$ whether it communicates ($\hat K > 0$ or a grid split), those
+    estimated no lower than one compiled over the budget last, and only while none fits (a
+    layout that holds more than one over the budget, such as a grid split on a 2-D mesh or
+    along another dim after a grid split over it, is unlikely to fit; the loops that hold
+    less come first), skipping those whose lower bound exceeds the budget: the estimated
+    arguments and output $i f_{\text{in}} + o f_{\text{out}} + a f$, or, for a loop over a
+    layout already compiled without one, that program's peak less its temporaries (a loop
+    shrinks only the work), and loops over a layout already compiled that fits (the same
+    collectives in more tiles). Once one fits, the search stops at the next candidate that
+    ranks lower on $(c, \hat K, \text{tiles})$ than the best fit's measured figures or whose
+    lower bound is not below the best fit's peak, and after 6 compiles in any case.
     **Choice** among the compiled ones that fit ($M \le$ budget), by $(K > 0, K,
     \text{tiles per device}, M, \text{devices})$: no communication first, then the fewest
     collective bytes, then the least looping; then the lowest peak, which spreads over
@@ -267,13 +284,15 @@ def plan_batches(
     candidates = sorted(_candidates(A, len(devices), memory, x_bytes), key=Candidate.key)
     compiled: list[Measured] = []
     refused: list[tuple[Candidate, str]] = []
-    for c in candidates:
+    for c in _ordered(candidates, compiled, budget):
         fits = [m for m in compiled if budget is None or m.peak <= budget]
         best = min(fits, key=Measured.key, default=None)
         if best is not None and (c.key()[:3] > best.key()[:3] or _floor(c, compiled) >= best.peak):
             break
         if len(compiled) == MAX_COMPILES:
             break
+        if any(m.candidate.outer == c.outer for m in fits):  # the same, in fewer tiles
+            continue
         if budget is None or _floor(c, compiled) <= budget:  # else it cannot fit
             _measure(A, c, devices, x, compiled, refused)
     fits = [m for m in compiled if budget is None or m.peak <= budget]
@@ -290,7 +309,7 @@ def plan_batches(
         compiled=tuple(compiled),
         not_compiled=len(candidates) - len(compiled) - len(refused),
         free=any(not c.key()[0] for c in candidates),
-        grid_dims=tuple(c.outer[0][0] for c in candidates if c.grid),
+        grid_dims=tuple(dict.fromkeys(c.outer[0][0] for c in candidates if c.grid)),
         refused=tuple(refused),
     )
     logger.info(str(report))
@@ -365,27 +384,52 @@ def _candidates(A: NamedLinop, devices: int, memory, x_bytes: int) -> list[Candi
         t = -(-n // devices)
         layouts.append(((d, t, -(-n // t)),))
     for (d1, n1), (d2, n2) in itertools.combinations(sizes.items(), 2):
-        for m1 in range(2, devices // 2 + 1):
-            m2 = devices // m1
-            if m1 * m2 == devices and m1 <= n1 and m2 <= n2:
-                layouts.append(((d1, -(-n1 // m1), m1), (d2, -(-n2 // m2), m2)))
+        layouts += _meshes(d1, n1, d2, n2, devices)
     if devices == 1:
         layouts = layouts[:1]  # the whole operator on the device, whichever dim names it
-    out = [
-        _grid_candidate(d, n, t, m, memory, x_bytes)
-        for d, n in _grid(A, devices)
-        for t, m in _grid_layouts(n, devices)
-    ]
+    out = []
+    for g, n in _grid(A, devices):
+        grid = {**sizes, g: n}
+        for t, m in _grid_layouts(n, devices):
+            out += [
+                _candidate(A, grid, ((g, t, m),), inner, memory, x_bytes, loops, grid=g)
+                for inner, loops in _loops(((g, t, m),), sizes)
+            ]
+        for c, n_c in sizes.items():
+            out += [
+                _candidate(A, grid, outer, None, memory, x_bytes, grid=g)
+                for outer in _meshes(g, n, c, n_c, devices)
+            ]
     for outer in layouts:
-        out.append(_candidate(A, sizes, outer, None, memory, x_bytes))
-        extent = {d: t for d, t, _ in outer}
-        for d, n in sizes.items():
-            m, tile = extent.get(d, n), extent.get(d, n)
-            while tile > 1:
-                tile = -(-tile // 2)
-                loops = -(-m // tile)
-                out.append(_candidate(A, sizes, outer, (d, tile), memory, x_bytes, loops))
+        out += [
+            _candidate(A, sizes, outer, inner, memory, x_bytes, loops)
+            for inner, loops in _loops(outer, sizes)
+        ]
     return out
+
+
+def _meshes(d1: str, n1: int, d2: str, n2: int, devices: int) -> list[tuple]:
+    """The layouts of dims `d1`, `d2` (of `n1`, `n2` entries) on 2-D meshes of `devices`
+    (see `plan_batches`): `((d1, tile, devices along it), (d2, ...))`."""
+    out = []
+    for m1 in range(2, devices // 2 + 1):
+        m2 = devices // m1
+        if m1 * m2 == devices and m1 <= n1 and m2 <= n2:
+            t1, t2 = -(-n1 // m1), -(-n2 // m2)
+            out.append(((d1, t1, -(-n1 // t1)), (d2, t2, -(-n2 // t2))))
+    return out
+
+
+def _loops(outer, sizes: dict[str, int]):
+    """`(inner, tiles per device)` of `outer` alone (`inner` None), then of its loops over
+    each of `sizes`' dims in tiles of $\\lceil m / 2^j \\rceil$, $m$ its per-device extent."""
+    yield None, 1
+    extent = {d: t for d, t, _ in outer}
+    for d, n in sizes.items():
+        m = tile = extent.get(d, n)
+        while tile > 1:
+            tile = -(-tile // 2)
+            yield (d, tile), -(-m // tile)
 
 
 def _grid(A: NamedLinop, devices: int) -> list[tuple[str, int]]:
@@ -406,16 +450,12 @@ def _grid_layouts(n: int, devices: int) -> list[tuple[int, int]]:
     return [(t, m)] if t * m == n or even is None else [(t, m), (n // even, even)]
 
 
-def _grid_candidate(dim: str, n: int, t: int, m: int, memory, x_bytes: int) -> Candidate:
-    """The grid candidate along `dim` in slabs of `t` entries on `m` devices, with its
-    first estimates (see `plan_batches`)."""
-    arrays = memory.argument_size_in_bytes - x_bytes
-    floor = x_bytes * t / n + (memory.output_size_in_bytes + arrays) / m
-    estimate = floor + memory.temp_size_in_bytes / m
-    return Candidate(((dim, t, m),), None, m, 1, estimate, floor, 0.0, grid=True)
+def _candidate(
+    A, sizes, outer, inner, memory, x_bytes: int, loops: int = 1, grid: str | None = None
+) -> Candidate:
+    """The candidate `outer`, then `inner`, with its first estimates (see `plan_batches`):
+    with `grid`, the coupled dim `outer` starts with (`sizes` has its size)."""
 
-
-def _candidate(A, sizes, outer, inner, memory, x_bytes: int, loops: int = 1) -> Candidate:
     def share(dims) -> float:
         return math.prod(t / sizes[d] for d, t, _ in outer if d in dims)
 
@@ -425,12 +465,31 @@ def _candidate(A, sizes, outer, inner, memory, x_bytes: int, loops: int = 1) -> 
         work *= s / next((t for e, t, _ in outer if e == d), sizes[d])
     output = memory.output_size_in_bytes
     arrays = memory.argument_size_in_bytes - x_bytes
-    floor = x_bytes * share(A.ishape) + output * share(A.oshape) + arrays * share(sizes)
+    floor = x_bytes * share(A.ishape) + output * share({*A.oshape, grid}) + arrays * share(sizes)
     estimate = floor + memory.temp_size_in_bytes * work
     k = math.prod(m for d, _, m in outer if d not in A.oshape)
-    comm = 2 * (k - 1) / k * output * share(A.oshape)
+    comm = 0.0 if grid else 2 * (k - 1) / k * output * share(A.oshape)
     devices = math.prod(m for _, _, m in outer)
-    return Candidate(outer, inner, devices, loops, estimate, floor, comm)
+    return Candidate(outer, inner, devices, loops, estimate, floor, comm, grid is not None)
+
+
+def _ordered(candidates: list[Candidate], compiled: list[Measured], budget: int | None):
+    """`candidates` in their order, but those estimated no lower than a candidate compiled
+    (so far, as the search appends to `compiled`) over the budget after the others, and
+    only while none fits."""
+    if budget is None:
+        yield from candidates
+        return
+    later = []
+    for c in candidates:
+        if any(m.peak > budget and m.candidate.estimate <= c.estimate for m in compiled):
+            later.append(c)
+        else:
+            yield c
+    for c in later:
+        if any(m.peak <= budget for m in compiled):
+            return
+        yield c
 
 
 def _floor(c: Candidate, compiled: list[Measured]) -> float:
@@ -479,7 +538,7 @@ def _measure(A: NamedLinop, c: Candidate, devices, x, compiled: list, refused: l
             raise
         refused.append((c, str(error)))
         return
-    comm = collective_bytes(program.as_text() or "", c.devices)
+    comm = looped_collective_bytes(program.as_text() or "", c.devices)
     memory = _memory(program)
     compiled.append(Measured(c, _peak(memory), memory.temp_size_in_bytes, comm))
 

@@ -1,0 +1,336 @@
+r"""The stages of a grid split (`GridSplitLinop`): one per leaf, run on each device's block.
+
+A stage sees the *layout* of its input: the global (unpadded) `shape` and, for each slab
+axis $k$ of the mesh (named `names[k]`, $D_k$ devices), the array axis `axes[k]` split
+over it. Each axis of a pencil has its own mesh axis; several mesh axes may split one
+array axis jointly (the points of a gridding stage: blocks over the devices in row-major
+order of those mesh axes). A split axis of $N$ entries over $D$ devices is held in blocks
+of $\lceil N / D \rceil$, the last ones zero-padded (see `_halo`). Each stage has
+`run(x, shape, axes, names)` (on this device's block, inside `shard_map`), `out(shape,
+axes, devices, dtype)` (the layout after it), `adjoint()`, and `dims_in`/`dims_out` (the
+dim split over each slab axis before and after it). The module doc of `_grid` says what
+each stage does.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+
+from .._core import Adjoint, NamedLinop
+from .._dims import Dims, axis_of
+from ..functional._pad import pad_widths
+from ..linops._fft import _ADJOINT_NORM, FFT
+from ..linops._pad import AbstractCenterResize
+from ._dfft import fft_split, transpose_split
+from ._halo import _Layout, _valid, halo_extend, halo_reduce
+from ._tile_arrays import tile_at
+
+Shape = tuple[int, ...]
+Axes = tuple[int, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class BatchAxis:
+    """A dim applied entry by entry (coils) split with the grid into `blocks` blocks of
+    `block` of its `size` entries, the last ones zero-padded: `across` the mesh's last
+    axis (named after it), one block per device, else in a loop on each device."""
+
+    dim: str
+    size: int
+    blocks: int
+    across: bool = True
+
+    @property
+    def block(self) -> int:
+        return -(-self.size // self.blocks)
+
+
+class _Local(eqx.Module):
+    """A leaf on each device's block: `tiles` is the leaf split to each block, stacked on
+    one leading axis per slab axis of the mesh (of size 1 for an array every block
+    shares); with `batch`, also split to each block of the batch dim, on one more axis."""
+
+    tiles: NamedLinop
+    dims_in: tuple[str, ...] = eqx.field(static=True)
+    batch: BatchAxis | None = eqx.field(static=True, default=None)
+
+    @property
+    def dims_out(self) -> tuple[str, ...]:
+        return self.dims_in
+
+    def adjoint(self) -> _Local:
+        tiles = self.tiles.linop if isinstance(self.tiles, Adjoint) else Adjoint(self.tiles)
+        return _Local(tiles, self.dims_in, self.batch)
+
+    def tile(self) -> NamedLinop:
+        """This device's piece (inside `shard_map`, where the arrays are its blocks)."""
+        return tile_at(self.tiles, (0,) * (len(self.dims_in) + (self.batch is not None)))
+
+    def at(self, j: jax.Array) -> _Local:
+        """The stage of block `j` of a batch dim run in a loop (its tiles along the batch
+        axis, the one kept)."""
+        at = len(self.dims_in)
+
+        def pick(a):
+            return jax.lax.dynamic_slice_in_dim(a, j, 1, axis=at) if a.shape[at] > 1 else a
+
+        own, static = eqx.partition(self.tiles, eqx.is_array)
+        return dataclasses.replace(self, tiles=eqx.combine(jax.tree.map(pick, own), static))
+
+    def run(self, x: jax.Array, shape: Shape, axes: Axes, names: tuple[str, ...]) -> jax.Array:
+        y = self.tile()(x)
+        b, dims = self.batch, self.tiles
+        if b is not None and b.across and b.dim in dims.ishape and b.dim not in dims.oshape:
+            return jax.lax.psum(y, b.dim)  # each device summed its block of the batch dim
+        return y
+
+    def out(self, shape: Shape, axes: Axes, devices: Shape, dtype) -> tuple[Shape, Axes]:
+        piece, b = self.tile(), self.batch
+        block = blocks(shape, axes, devices)
+        if b is not None and b.dim in piece.ishape:
+            block = with_size(block, array_axis(piece.ishape, b.dim, len(block)), b.block)
+        local = jax.eval_shape(piece, jax.ShapeDtypeStruct(block, dtype))
+        out = tuple(array_axis(piece.oshape, d, local.ndim) for d in self.dims_in)
+        out_shape = tuple(local.shape)
+        for a, k in zip(out, axes):
+            out_shape = with_size(out_shape, a, shape[k])
+        if b is not None and b.dim in piece.oshape:
+            out_shape = with_size(
+                out_shape, array_axis(piece.oshape, b.dim, len(out_shape)), b.size
+            )
+        return out_shape, out
+
+
+class _Transform(eqx.Module):
+    """A distributed FFT: `fft` (forward, or its adjoint with `inverse`) over its grid dims,
+    the split of each slab axis `moves[j]` (in that order) moving from the transformed dim
+    on it to the output name of `trades[j]`, the transformed dim held whole it trades
+    places with; the other slab axes' splits pass through."""
+
+    fft: FFT
+    inverse: bool = eqx.field(static=True)
+    dims_in: tuple[str, ...] = eqx.field(static=True)
+    moves: tuple[int, ...] = eqx.field(static=True)
+    trades: tuple[str, ...] = eqx.field(static=True)
+
+    @property
+    def dims_out(self) -> tuple[str, ...]:
+        image = self._image()
+        out = list(self.dims_in)
+        for k, t in zip(self.moves, self.trades):
+            out[k] = image[t]
+        return tuple(out)
+
+    def _image(self) -> dict[str, str]:
+        """Each transformed dim's name at the input -> at the output."""
+        return dict(zip(*transformed(self.fft, self.inverse)))
+
+    def adjoint(self) -> _Transform:
+        # back: each split returns to where it came from, in the reverse order
+        image = self._image()
+        back = tuple(image[self.dims_in[k]] for k in reversed(self.moves))
+        inverse = not self.inverse
+        return _Transform(self.fft, inverse, self.dims_out, self.moves[::-1], back)
+
+    def run(self, x: jax.Array, shape: Shape, axes: Axes, names: tuple[str, ...]) -> jax.Array:
+        dims, _ = transformed(self.fft, self.inverse)
+        first = x.ndim - len(dims)
+        norm = _ADJOINT_NORM[self.fft.norm] if self.inverse else self.fft.norm
+        y, _ = fft_split(
+            x, tuple(range(first, x.ndim)), [axes[k] for k in self.moves],
+            [names[k] for k in self.moves], shape, inverse=self.inverse,
+            centered=self.fft.centered, norm=norm,
+            out_split=[first + dims.index(t) for t in self.trades],
+        )  # fmt: skip
+        return y
+
+    def out(self, shape: Shape, axes: Axes, devices: Shape, dtype) -> tuple[Shape, Axes]:
+        dims, _ = transformed(self.fft, self.inverse)
+        first = len(shape) - len(dims)
+        out = list(axes)
+        for k, t in zip(self.moves, self.trades):
+            out[k] = first + dims.index(t)
+        return shape, tuple(out)
+
+
+class _Halo(eqx.Module):
+    r"""A leaf coupling split dims within halos of `widths[k]` entries (per slab axis; 0
+    where it applies the dim entry by entry), run on each device's extended block.
+    Forward (`reduce` False): extend by the halos (one slab axis after the other: the
+    corners come along), apply `leaf`, keep the interior entries; adjoint (`reduce` True,
+    `leaf` the adjoint): zero the padding entries, pad by the widths with zeros, apply
+    `leaf`, add the halos into the neighbours (in the reverse order). The input's padding
+    entries are never read."""
+
+    leaf: NamedLinop
+    widths: tuple[int, ...] = eqx.field(static=True)
+    periodic: tuple[bool, ...] = eqx.field(static=True)
+    dims_in: tuple[str, ...] = eqx.field(static=True)
+    dims_out: tuple[str, ...] = eqx.field(static=True)
+    reduce: bool = eqx.field(static=True)
+
+    def adjoint(self) -> _Halo:
+        return dataclasses.replace(
+            self, leaf=self.leaf.H, dims_in=self.dims_out, dims_out=self.dims_in,
+            reduce=not self.reduce,
+        )  # fmt: skip
+
+    def run(self, x: jax.Array, shape: Shape, axes: Axes, names: tuple[str, ...]) -> jax.Array:
+        ks = [k for k, w in enumerate(self.widths) if w]
+        for k in ks:
+            a, w, name, n = axes[k], self.widths[k], names[k], shape[axes[k]]
+            if self.reduce:
+                x = jnp.pad(masked(x, a, n, name), widths(x.ndim, a, (w, w)))
+            else:
+                x = halo_extend(x, a, w, name, n, self.periodic[k])
+        y = self.leaf(x)
+        out = [array_axis(self.leaf.oshape, d, y.ndim) for d in self.dims_out]
+        for k in reversed(ks) if self.reduce else ks:
+            a, w, name, n = out[k], self.widths[k], names[k], shape[axes[k]]
+            if self.reduce:
+                y = halo_reduce(y, a, w, name, n, self.periodic[k])
+            else:
+                y = jax.lax.slice_in_dim(y, w, y.shape[a] - w, axis=a)
+        return y
+
+    def out(self, shape: Shape, axes: Axes, devices: Shape, dtype) -> tuple[Shape, Axes]:
+        out_shape, out = global_out(self.leaf, self.dims_out, shape, dtype)
+        for d, a, b in zip(self.dims_in, axes, out):
+            if out_shape[b] != shape[a]:
+                raise ValueError(
+                    f"`create_batched_linop`: {self.leaf.name} declares a halo along {d!r} "
+                    f"but maps its {shape[a]} entries to {out_shape[b]}; splitting a dim by "
+                    f"halo exchange needs an operator that keeps its size (shift invariant)."
+                )
+        return out_shape, out
+
+
+class _Resize(eqx.Module):
+    """A `Pad` or `Crop` resizing split dims: for each (one slab axis after the other),
+    the split trades places with the largest dim held whole, the dim is resized whole,
+    the split returns (see `_grid`'s module doc). Its other resized dims are cropped
+    before, padded after."""
+
+    resize: AbstractCenterResize
+    dims_in: tuple[str, ...] = eqx.field(static=True)
+
+    @property
+    def dims_out(self) -> tuple[str, ...]:
+        r = self.resize
+        return tuple(
+            r.out_shape[r.in_shape.index(d)] if d in r.in_shape else d for d in self.dims_in
+        )
+
+    def adjoint(self) -> _Resize:
+        resize = self.resize.H  # a Pad's adjoint is a Crop, and back
+        assert isinstance(resize, AbstractCenterResize)
+        return _Resize(resize, self.dims_out)
+
+    def run(self, x: jax.Array, shape: Shape, axes: Axes, names: tuple[str, ...]) -> jax.Array:
+        r = self.resize
+        first = x.ndim - len(r.in_size)
+        sizes = dict(enumerate(zip(r.in_size, r.out_size), start=first))
+        split = [
+            (a, n, d, sizes.pop(a)) for a, n, d in zip(axes, names, self.dims_in) if a in sizes
+        ]
+        grows = any(m > n for n, m in sizes.values()) or any(m > n for *_, (n, m) in split)
+        if not grows:
+            x = resize(x, sizes)
+        whole = [a for a in range(x.ndim) if a not in axes]
+        for a, name, d, (n_in, n_out) in split:
+            if n_in == n_out:
+                continue
+            if not whole:
+                raise ValueError(
+                    f"`create_batched_linop`: {r.name} resizes the split dim {d!r} of a "
+                    f"{x.ndim}-D array with no dim held whole; moving its slabs needs one to "
+                    f"trade places with (split a batch of at least one more dim, or split "
+                    f"fewer dims)."
+                )
+            trade = max(whole, key=lambda b: x.shape[b])
+            size = x.shape[trade]
+            x = transpose_split(x, a, trade, name, with_size(x.shape, a, n_in))
+            x = resize(x, {a: (n_in, n_out)})
+            x = transpose_split(x, trade, a, name, with_size(x.shape, trade, size))
+        return resize(x, sizes) if grows else x
+
+    def out(self, shape: Shape, axes: Axes, devices: Shape, dtype) -> tuple[Shape, Axes]:
+        return global_out(self.resize, self.dims_out, shape, dtype)
+
+
+class _Rename(eqx.Module):
+    """A renaming of the dims (an `Identity` between different dims): the split dims
+    `dims_in` are called `dims_out` from here on; the data does not move."""
+
+    dims_in: tuple[str, ...] = eqx.field(static=True)
+    dims_out: tuple[str, ...] = eqx.field(static=True)
+
+    def adjoint(self) -> _Rename:
+        return _Rename(self.dims_out, self.dims_in)
+
+    def run(self, x: jax.Array, shape: Shape, axes: Axes, names: tuple[str, ...]) -> jax.Array:
+        return x
+
+    def out(self, shape: Shape, axes: Axes, devices: Shape, dtype) -> tuple[Shape, Axes]:
+        return shape, axes
+
+
+def transformed(fft: FFT, inverse: bool) -> tuple[Dims, Dims]:
+    """The dims an FFT (or its adjoint, `inverse`) transforms, at its input and output."""
+    return (fft.dual_shape, fft.primal_shape) if inverse else (fft.primal_shape, fft.dual_shape)
+
+
+def blocks(shape: Shape, axes: Axes, devices: Shape) -> Shape:
+    r"""This device's block of the global `shape`: $\lceil N / D \rceil$ entries along each
+    split axis ($D$: the product of the devices of the slab axes splitting it)."""
+    out = list(shape)
+    for a in set(axes):
+        count = math.prod(d for b, d in zip(axes, devices) if b == a)
+        out[a] = -(-shape[a] // count)
+    return tuple(out)
+
+
+def array_axis(shape: Dims, dim: str, ndim: int) -> int:
+    """The array axis of `dim` in an array of `ndim` axes laid out by `shape`."""
+    axis = axis_of(shape, dim)
+    return axis + ndim if axis < 0 else axis
+
+
+def global_out(leaf: NamedLinop, dims: tuple[str, ...], shape: Shape, dtype) -> tuple[Shape, Axes]:
+    """The output shape of `leaf` on the whole (unsplit) input `shape`, and the axis of
+    each of `dims` there."""
+    out = jax.eval_shape(leaf, jax.ShapeDtypeStruct(shape, dtype))
+    return tuple(out.shape), tuple(array_axis(leaf.oshape, d, out.ndim) for d in dims)
+
+
+def masked(x: jax.Array, axis: int, n: int, axis_name: str) -> jax.Array:
+    """This device's block of a dim of `n` entries split along `axis`, its padding zero."""
+    lay = _Layout(n, jax.lax.axis_size(axis_name), 0, False)
+    return _valid(x, axis, lay, jax.lax.axis_index(axis_name))
+
+
+def resize(x: jax.Array, sizes: dict[int, tuple[int, int]]) -> jax.Array:
+    """`x` centered-padded or cropped along each axis `a` of `sizes` from `sizes[a][0]`
+    entries to `sizes[a][1]` (as `center_pad` and `center_crop`)."""
+    for a, (n_in, n_out) in sizes.items():
+        ((before, after),) = pad_widths((min(n_in, n_out),), (max(n_in, n_out),))
+        if n_out >= n_in:
+            x = jnp.pad(x, widths(x.ndim, a, (before, after)))
+        else:
+            x = jax.lax.slice_in_dim(x, before, before + n_out, axis=a)
+    return x
+
+
+def widths(ndim: int, axis: int, width: tuple[int, int]) -> list[tuple[int, int]]:
+    """`jnp.pad` widths: `width` along `axis`, none elsewhere."""
+    return [width if a == axis else (0, 0) for a in range(ndim)]
+
+
+def with_size(shape: Shape, axis: int, n: int) -> Shape:
+    """`shape` with `n` entries along `axis`."""
+    return tuple(n if a == axis else s for a, s in enumerate(shape))
