@@ -11,6 +11,8 @@ are coupled by the FFT, so a budget the coil split alone cannot meet needs the g
   holds the whole image, the grid splits their transposes' temporaries); the grid with
   the coils looped over in blocks fits.
 
+A 3-D grid whose dims are all shorter than the devices is planned as pencils.
+
 Each planned operator's compiled peak is within the budget and its result is numpy's."""
 
 from __future__ import annotations
@@ -122,3 +124,26 @@ def test_grid_with_a_coil_loop_meets_a_tight_budget():
         str(plan)
     )
     assert "grid split along 'Nx' with a loop over 'C' moves" in str(plan)
+
+
+def test_pencils_when_every_grid_dim_is_shorter_than_the_devices():
+    """A 3-D FFT chain on a (4, 4, 6) grid (no dim applied entry by entry): a slab split uses
+    at most 6 of the 8 devices (and a ragged one returns its output whole), so within a
+    third of the unsplit peak only pencils fit: two grid dims, each over one axis of a 2-D
+    mesh of all 8 devices."""
+    shape = (4, 4, 6)
+    w, mask = cplx(*shape), (RNG.uniform(size=shape) < 0.5).astype(np.complex64)
+    F = jl.FFT(3, grid_shapes=("Nx Ny Nz", "Kx Ky Kz"), centered=True)
+    A = jl.Diagonal(jnp.asarray(mask), "Kx Ky Kz") @ F @ jl.Diagonal(jnp.asarray(w), "Nx Ny Nz")
+    x = cplx(*shape)
+    budget = peak(A, x) // 3
+    plan = jl.plan_batches(A, memory_limit=budget)
+    ((spec,),) = [plan]
+    assert len(spec.batch_sizes) == 2 and spec.device_matrix.shape in ((2, 4), (4, 2))
+    assert plan.report.chosen.candidate.pencil and "one pencil each" in str(plan)
+    B = jl.create_batched_linop(A, plan)
+    assert isinstance(B, jl.sharding.GridSplitLinop) and B.grids == 2
+    assert peak(B, x) == plan.report.chosen.peak <= budget
+    z = np.fft.ifftshift(w * x)
+    want = mask * np.fft.fftshift(np.fft.fftn(z, norm="ortho"))
+    np.testing.assert_allclose(np.asarray(apply(B, jnp.asarray(x))), want, **TOL)

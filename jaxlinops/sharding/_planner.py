@@ -44,7 +44,8 @@ class Candidate:
     """One plan: `outer = {dim: (tile, devices)}` spread over a mesh, then an optional
     memory-only loop `inner = (dim, tile)`, with its first estimates; with `grid`, `outer`
     starts with a dim the operator couples, split into one slab per device (then, on a 2-D
-    mesh, a dim it applies entry by entry, in one block per device)."""
+    mesh, a dim it applies entry by entry, in one block per device, or with `pencil` a
+    second dim it couples: one pencil per device)."""
 
     outer: tuple[tuple[str, int, int], ...]
     inner: tuple[str, int] | None
@@ -54,6 +55,7 @@ class Candidate:
     floor: float  # its arguments and output alone, bytes
     comm_estimate: float  # psum bytes of summed dims, bytes
     grid: bool = False
+    pencil: bool = False
 
     def specs(self, devices: Sequence[Device]) -> list[BatchSpec]:
         shape = tuple(m for _, _, m in self.outer)
@@ -74,6 +76,8 @@ class Candidate:
         if self.grid:
             blocks = "".join(f" and a block of {d}" for d, _, _ in self.outer[1:])
             text = f"grid {parts} ({where}, one slab{blocks} each)"
+            if self.pencil:
+                text = f"grid {parts} ({where}, one pencil each)"
         else:
             text = f"{parts} ({where})"
         if self.inner is not None:
@@ -217,9 +221,10 @@ def plan_batches(
       most the dim's size; each device a slab of $\lceil n_d / D_g \rceil$ and a block of
       $\lceil n_c / D_c \rceil$ entries of $c$), and the grid split followed by a loop over
       $c$ in tiles of $\lceil n_c / 2^j \rceil$ (nested specs, the blocks one after another
-      on each device). One the sharding layer refuses to build (a leaf whose coupling it
-      cannot split: a ValueError building or tracing it) is dropped, its reason kept in the
-      report.
+      on each device); and two grid dims on a 2-D mesh (pencils: each device a block of
+      both, laid out as the tiled pairs above). One the sharding layer refuses to build (a
+      leaf whose coupling it cannot split: a ValueError building or tracing it) is dropped,
+      its reason kept in the report.
 
     **First estimate** (no compile): from the unsplit operator's compiled input $i$,
     output $o$, other arguments $a$ (the operator's arrays) and temporaries $w$, the
@@ -400,6 +405,12 @@ def _candidates(A: NamedLinop, devices: int, memory, x_bytes: int) -> list[Candi
                 _candidate(A, grid, outer, None, memory, x_bytes, grid=g)
                 for outer in _meshes(g, n, c, n_c, devices)
             ]
+    for (g1, n1), (g2, n2) in itertools.combinations(_grid(A, devices), 2):  # pencils
+        grid = {**sizes, g1: n1, g2: n2}
+        out += [
+            _candidate(A, grid, outer, None, memory, x_bytes, grid=g1)
+            for outer in _meshes(g1, n1, g2, n2, devices)
+        ]
     for outer in layouts:
         out += [
             _candidate(A, sizes, outer, inner, memory, x_bytes, loops)
@@ -465,12 +476,15 @@ def _candidate(
         work *= s / next((t for e, t, _ in outer if e == d), sizes[d])
     output = memory.output_size_in_bytes
     arrays = memory.argument_size_in_bytes - x_bytes
-    floor = x_bytes * share(A.ishape) + output * share({*A.oshape, grid}) + arrays * share(sizes)
+    coupled = {d for d, _, _ in outer if A.coupling(d) != Coupling.NONE}
+    floor = x_bytes * share(A.ishape) + output * share({*A.oshape, *coupled})
+    floor += arrays * share(sizes)
     estimate = floor + memory.temp_size_in_bytes * work
     k = math.prod(m for d, _, m in outer if d not in A.oshape)
     comm = 0.0 if grid else 2 * (k - 1) / k * output * share(A.oshape)
     devices = math.prod(m for _, _, m in outer)
-    return Candidate(outer, inner, devices, loops, estimate, floor, comm, grid is not None)
+    pencil = len(coupled) > 1
+    return Candidate(outer, inner, devices, loops, estimate, floor, comm, grid is not None, pencil)
 
 
 def _ordered(candidates: list[Candidate], compiled: list[Measured], budget: int | None):
