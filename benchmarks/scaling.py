@@ -141,13 +141,24 @@ def measure(op, x, runs: int) -> dict:
 
 
 def split(A, how: str, count: int, devices):
-    """`A` split across `count` devices: by coil groups or by slabs of `Nx` (a ValueError
-    where the split is refused); "none": `A` itself."""
+    """`A` split across `count` devices: by coil groups, by slabs of `Nx`, or by pencils of
+    `Nx` and `Ny` on a 2 x (count / 2) mesh (a ValueError where the split is refused);
+    "none": `A` itself."""
     if how == "none":
         return A
+    if how == "pencil":
+        shape = (2, count // 2)
+        tiles = {d: -(-A.size(d) // m) for d, m in zip(GRID, shape)}
+        matrix = np.array(devices[:count]).reshape(shape)
+        return jl.create_batched_linop(A, jl.BatchSpec(tiles, device_matrix=matrix))
     dim = "C" if how == "coils" else "Nx"
     spec = jl.BatchSpec({dim: -(-A.size(dim) // count)}, device_matrix=devices[:count])
     return jl.create_batched_linop(A, spec)
+
+
+def hows(count: int, pencils: bool = True) -> tuple[str, ...]:
+    """The splits measured on `count` devices: pencils from 4 devices (2 x count / 2)."""
+    return ("coils", "grid") + (("pencil",) if pencils and count >= 4 else ())
 
 
 # --------------------------------------------------------------------------- CG-SENSE
@@ -175,11 +186,15 @@ def fft_stages(op) -> int:
 
 def method_bytes(how: str, count: int, coils: int, shape, transposes: int) -> float:
     """Bytes each device sends per normal application, as the method implies: a slab
-    transpose sends $(D-1)/D$ of the device's block of coil images; a coil split
+    transpose sends $(D-1)/D$ of the device's block of coil images; a pencil FFT transposes
+    along each mesh axis ($D_1 \\times D_2$), $(D_k-1)/D_k$ of the block each; a coil split
     all-reduces the image (a ring: $2 (D-1)/D$ of it)."""
     image = math.prod(shape) * COMPLEX64
     if how == "grid":
         return transposes * (count - 1) / count * coils * image / count
+    if how == "pencil":
+        share = sum((m - 1) / m for m in (2, count // 2))
+        return transposes * share * coils * image / count
     if how == "coils":
         groups = min(count, coils)  # devices beyond the coil count get no coil
         return 2 * (groups - 1) / groups * image
@@ -195,8 +210,8 @@ def cg_row(A, how: str, count: int, devices, iters: int, runs: int) -> dict:
     N = B.N + LAMBDA * jl.Identity(GRID, B.N.oshape)
     shape = tuple(A.size(d) for d in GRID)
     y = jnp.asarray(np.random.default_rng(1).standard_normal(shape), jnp.complex64)
-    if how == "grid":  # the right-hand side (and so every CG vector) split like the grid
-        y = jax.device_put(y, NamedSharding(B.mesh, PartitionSpec(B.names[0])))
+    if how in ("grid", "pencil"):  # the right-hand side (so every CG vector) split so too
+        y = jax.device_put(y, NamedSharding(B.mesh, PartitionSpec(*B.names)))
 
     def solve(N, y):
         return jl.alg.conjugate_gradients(N, y, max_num_iters=iters, disable_tracking=True)
@@ -204,7 +219,7 @@ def cg_row(A, how: str, count: int, devices, iters: int, runs: int) -> dict:
     normal, _, comm_normal = compile_stats(lambda N, v: N(v), N, y, devices=count)
     cg, memory, comm_cg = compile_stats(solve, N, y, devices=count)
     coils = A.size("C")
-    transposes = fft_stages(B.N) if how == "grid" else 0
+    transposes = fft_stages(B.N) if how in ("grid", "pencil") else 0
     return {
         **memory,
         "comm_per_iteration_MiB": sum(comm_cg.values()) / MiB,
@@ -264,7 +279,7 @@ def cg_sense(args, counts, devices) -> dict:
             results[f"{scaling}/none/{count}"] = {"shape": shape, **base}
             if count == 1 or scaling == "weak":
                 print(cg_line("none", 1, shape, base, base["peak_MiB"]))
-            for how in ("coils", "grid"):
+            for how in hows(count):
                 row = cg_row(A, how, count, devices, args.iters, args.runs)
                 results[f"{scaling}/{how}/{count}"] = {"shape": shape, **row}
                 print(cg_line(how, count, shape, row, base["peak_MiB"]), flush=True)
@@ -387,14 +402,14 @@ def nufft_sense(args, counts, devices) -> dict:
         where = "x".join(map(str, grid))
         print(f"\n{name.upper()} SENSE NUFFT, {coils} coils, {where}, "
               f"{math.prod(locs.shape[:-1])} points, Toeplitz normal")  # fmt: skip
-        results[name] = nufft_rows(A, image, counts, devices, args.runs)
+        results[name] = nufft_rows(A, image, counts, devices, args.runs, len(grid) == 3)
         print(nufft_targets(results[name], max(counts)))
     return results
 
 
-def nufft_rows(A, image, counts, devices, runs: int) -> dict:
-    """Forward, adjoint and normal of `A`: unsplit, and split by coils and by the grid at
-    each count."""
+def nufft_rows(A, image, counts, devices, runs: int, pencils: bool) -> dict:
+    """Forward, adjoint and normal of `A`: unsplit, and split by coils and by the grid
+    (with `pencils`, by pencils too) at each count."""
     head = ("| direction | split | D | args MiB | out MiB | temp MiB | comm MiB | ms |\n"
             "|---|---|---|---|---|---|---|---|")  # fmt: skip
     kspace = np.asarray(A(image))
@@ -403,9 +418,9 @@ def nufft_rows(A, image, counts, devices, runs: int) -> dict:
         base = {"forward": A, "adjoint": A.H, "normal": A.N}[direction]
         x = kspace if direction == "adjoint" else image
         print(f"\n{head}")
-        for how in ("none", "coils", "grid"):
+        for how in ("none", "coils", "grid", "pencil"):
             refused = None
-            for count in [1] if how == "none" else counts:
+            for count in [1] if how == "none" else [c for c in counts if how in hows(c, pencils)]:
                 prefix = f"| {direction} | {how} | {count} |"
                 if how == "none":
                     op = base
@@ -414,7 +429,7 @@ def nufft_rows(A, image, counts, devices, runs: int) -> dict:
                     op = jl.create_batched_linop(base, spec)
                 else:
                     try:
-                        op = split(base, "grid", count, devices)
+                        op = split(base, how, count, devices)
                     except ValueError as error:
                         results[f"{direction}/{how}/{count}"] = {"refused": str(error)}
                         same = str(error) == refused
@@ -430,20 +445,28 @@ def nufft_rows(A, image, counts, devices, runs: int) -> dict:
 
 
 def nufft_targets(rows: dict, count: int) -> str:
-    """The issue's targets at `count` devices: the grid-split normal's peak per device
-    over the unsplit operator's (target <= 0.2), and the grid split's time per
-    application over the coil split's (the same points: the ratio per point; target
-    <= 1.5)."""
-    lines = []
-    one, normal = rows.get("normal/none/1", {}), rows.get(f"normal/grid/{count}", {})
-    if "peak_MiB" in one and "peak_MiB" in normal:
-        ratio = normal["peak_MiB"] / one["peak_MiB"]
-        lines.append(f"Toeplitz normal, grid split over {count}: peak {ratio:.3f} of one device")
-    for direction in ("forward", "adjoint", "normal"):
-        grid, coils = rows.get(f"{direction}/grid/{count}"), rows.get(f"{direction}/coils/{count}")
-        if grid and coils and "median_ms" in grid and "median_ms" in coils:
-            ratio = grid["median_ms"] / coils["median_ms"]
-            lines.append(f"{direction}: grid / coil split time per point at D={count}: {ratio:.2f}")
+    """The issue's targets at `count` devices, for the slab (grid) and pencil splits: the
+    split normal's peak per device over the unsplit operator's (target <= 0.2), and the
+    split's time per application over the coil split's (the same points: the ratio per
+    point; target <= 1.5)."""
+    lines, one = [], rows.get("normal/none/1", {})
+    for how in ("grid", "pencil"):
+        normal = rows.get(f"normal/{how}/{count}", {})
+        if "peak_MiB" in one and "peak_MiB" in normal:
+            ratio = normal["peak_MiB"] / one["peak_MiB"]
+            lines.append(
+                f"Toeplitz normal, {how} split over {count}: peak {ratio:.3f} of one device"
+            )
+        for direction in ("forward", "adjoint", "normal"):
+            split, coils = (
+                rows.get(f"{direction}/{how}/{count}"),
+                rows.get(f"{direction}/coils/{count}"),
+            )
+            if split and coils and "median_ms" in split and "median_ms" in coils:
+                ratio = split["median_ms"] / coils["median_ms"]
+                lines.append(
+                    f"{direction}: {how} / coil split time per point at D={count}: {ratio:.2f}"
+                )
     return "\n".join(lines)
 
 

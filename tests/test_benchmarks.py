@@ -104,8 +104,8 @@ def test_trajectory_gradient_script_runs():
 
 
 def test_scaling_script_runs_with_grid_rows_and_the_methods_bytes(tmp_path):
-    """`scaling.py --quick`: the 3-D CG-SENSE tables (strong and weak, coil and grid
-    splits), the cost model and the NUFFT table print; every grid row is measured or
+    """`scaling.py --quick`: the 3-D CG-SENSE tables (strong and weak, coil, grid and
+    pencil splits), the cost model and the NUFFT table print; every grid row is measured or
     refused with a message; where measured, the collective bytes per CG iteration read from
     the compiled program are within 10 % of what the method implies (the issue's target:
     compiled facts, not timings), and the grid split's per-device peak at 8 devices is a
@@ -136,3 +136,6 @@ def test_scaling_script_runs_with_grid_rows_and_the_methods_bytes(tmp_path):
         assert cg["strong/grid/8"]["peak_MiB"] < 0.25 * cg["strong/none/8"]["peak_MiB"]
     for direction in ("forward", "adjoint", "normal"):
         assert re.search(rf"^\| {direction} \| grid \| 8 \| (refused|\d)", done.stdout, re.M)
+        assert re.search(rf"^\| {direction} \| pencil \| 8 \| (refused|\d)", done.stdout, re.M)
+    for scaling in ("strong", "weak"):  # pencils: two grid dims on a 2 x 4 mesh
+        assert "refused" not in cg[f"{scaling}/pencil/8"]

@@ -11,6 +11,7 @@ by name.
 """
 
 import math
+import re
 
 import jax
 import jax.numpy as jnp
@@ -149,3 +150,17 @@ def test_pencil_refusals_name_the_operator_and_dims():
     with pytest.raises(ValueError, match="output only") as error:
         pencil(A, {"Nx": 3, "Ky": 2}, (2, 2))
     assert_refusal(error.value, A, "Nx")
+
+
+def test_pencil_normal_returns_to_the_input_layout():
+    """The inverse FFT of a pencil normal trades the split dims back in the reverse order of
+    the forward FFT, so $A^H A$ leaves its output split as its input: a CG vector added to
+    it (`N(v) + v`) needs no resharding, only the four transposes of the two 3-D FFTs."""
+    A, _, _ = sense((8, 4, 6), coils=2)
+    B = pencil(A, {"Nx": 4, "Ny": 2}, (2, 2))
+    spec = jax.sharding.PartitionSpec("Nx", "Ny")
+    v = jax.device_put(rand(1, (8, 4, 6)), jax.sharding.NamedSharding(B.mesh, spec))
+    step = jax.jit(lambda B, v: B.N(v) + v)
+    assert step(B, v).sharding.spec[:2] == ("Nx", "Ny")
+    text = step.lower(B, v).compile().as_text()
+    assert len(re.findall(r"= \S.* all-to-all\(", text)) == 4
