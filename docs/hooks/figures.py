@@ -30,6 +30,7 @@ PEER_COLOURS = {"torchlinops": "tab:blue", "finufft": "tab:orange", "sigpy": "ta
 # the scaling run the scaling page shows (`benchmarks/scaling.py --json`)
 SCALING = "scaling-cpu-2core-2026-11-25.json"
 SPLIT_COLOURS = {"coils": "tab:blue", "grid": "tab:orange"}
+MEMORY_COLOURS = {**SPLIT_COLOURS, "pencil": "tab:green"}  # pencils: measured, not modelled
 
 
 def _pyplot():
@@ -193,19 +194,21 @@ def ratio_plot(record: dict, machine: str) -> bytes:
 def scaling_plot(record: dict) -> bytes:
     """Three panels from a `scaling.py` JSON: the 3-D CG-SENSE's per-device peak memory
     against the device count, in strong and in weak scaling, coil split against grid split
-    (measured, XLA's figures), and the cost model's projected time per CG iteration on
-    H100s (1 GPU, 1 node, 2 and 4 nodes)."""
+    (slabs, and pencils from 4 devices; measured, XLA's figures), and the cost model's
+    projected time per CG iteration on H100s (1 GPU, 1 node, 2 and 4 nodes)."""
     plt = _pyplot()
     fig, axes = plt.subplots(1, 3, figsize=(11, 3.4), layout="constrained")
     cg = record["cg_sense"]
     for ax, scaling in zip(axes[:2], ("strong", "weak"), strict=True):
-        for how, colour in SPLIT_COLOURS.items():
+        ticks = set()
+        for how, colour in MEMORY_COLOURS.items():
             rows = [(int(k.rsplit("/", 1)[1]), r) for k, r in cg.items()
                     if k.startswith(f"{scaling}/{how}/") and "peak_MiB" in r]  # fmt: skip
             ax.plot([d for d, _ in rows], [r["peak_MiB"] for _, r in rows], "o-",
                     color=colour, label=f"split by {how}")  # fmt: skip
+            ticks |= {d for d, _ in rows}
         ax.set_xscale("log", base=2)
-        ax.set_xticks([d for d, _ in rows], [str(d) for d, _ in rows])
+        ax.set_xticks(sorted(ticks), [str(d) for d in sorted(ticks)])
         ax.set_ylim(bottom=0)
         ax.set_xlabel("devices D")
         ax.set_ylabel("peak MiB per device")

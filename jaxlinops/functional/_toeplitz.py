@@ -41,6 +41,15 @@ def check_embedding(name: str, plan: NUFFTPlan, oversamp: float) -> None:
         )
 
 
+def embedded_locs(plan: NUFFTPlan, size: tuple[int, ...]) -> jax.Array:
+    """The plan's points (padded-grid units) in cycles per field of view of the embedded
+    grid `size`, where the kernel's adjoint NUFFT spreads them."""
+    lead = (1,) * (plan.locs.ndim - 1) + (len(size),)
+    npad = jnp.asarray(plan.padded_size, plan.locs.dtype).reshape(lead)
+    ratio = jnp.asarray(size, plan.locs.dtype).reshape(lead) / npad
+    return (plan.locs - npad // 2) * ratio
+
+
 @functools.partial(jax.jit, static_argnums=2)
 def toeplitz_kernel(weights: jax.Array, plan: NUFFTPlan, oversamp: float) -> jax.Array:
     r"""The kernel $K$ `[B..., *M]` for point weights `[B..., L...]` (one kernel per leading
@@ -61,12 +70,8 @@ def toeplitz_kernel(weights: jax.Array, plan: NUFFTPlan, oversamp: float) -> jax
     if plan.mode == "sampling":
         return scatter(weights, tuple(jnp.moveaxis(plan.locs, -1, 0)), plan.padded_size)
     size = embedded_size(plan, oversamp)
-    lead = (1,) * (plan.locs.ndim - 1)
-    npad = jnp.asarray(plan.padded_size, plan.locs.dtype).reshape(lead + (ndim,))
-    ratio = jnp.asarray(size, plan.locs.dtype).reshape(lead + (ndim,)) / npad
-    locs = (plan.locs - npad // 2) * ratio  # padded-grid units -> cycles per embedded FOV
     settings = (plan.oversamp, plan.width, "interpolate", None, None, plan.backend)
-    embedded = make_plan("NUFFT.normal", locs, size, *settings)
+    embedded = make_plan("NUFFT.normal", embedded_locs(plan, size), size, *settings)
     embedded = dataclasses.replace(embedded, eps=plan.eps)  # finufft's tolerance, if any
     h = nufft_adjoint_unchecked(weights, embedded)
     return centered_fftn(h, ndim) * (math.prod(size) / math.prod(plan.grid_size))

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+import contextvars
+from collections.abc import Callable, Iterator
 from typing import Protocol
 
 import jax
@@ -17,6 +19,11 @@ from ._fft import FFT
 from ._pad import Crop, Pad
 
 KernelOp = Callable[[jax.Array, Dims], NamedLinop]
+KernelBuilder = Callable[["ToeplitzSource", jax.Array, float], "jax.Array | None"]
+
+_BUILDER: contextvars.ContextVar[KernelBuilder | None] = contextvars.ContextVar(
+    "toeplitz_kernel_builder", default=None
+)
 
 
 class ToeplitzSource(Protocol):
@@ -43,6 +50,20 @@ class ToeplitzSource(Protocol):
 
     @property
     def point_dims(self) -> Dims: ...
+
+
+@contextlib.contextmanager
+def kernel_builder(fn: KernelBuilder) -> Iterator[None]:
+    """While active, the kernels of Toeplitz normals built here (interpolate mode, no
+    per-frame dims) come from `fn(op, weights, oversamp)` instead of `toeplitz_kernel`:
+    the same $K$ `[B..., *M]` for the NUFFT `op` and the weights `[B..., L...]`, computed
+    another way (split across devices: `jaxlinops.sharding._grid_kernel`); `fn` returns
+    None to leave a kernel to `toeplitz_kernel`."""
+    token = _BUILDER.set(fn)
+    try:
+        yield
+    finally:
+        _BUILDER.reset(token)
 
 
 def toeplitz_normal(op: ToeplitzSource, inner: NamedLinop | None) -> NamedLinop | None:
@@ -98,6 +119,11 @@ def _frame_kernels(op: ToeplitzSource, weights: jax.Array, lead: Dims, oversamp:
     frames), and there is one kernel per frame, in the weights' layout."""
     frames, locs = op.frame_dims, op.plan.locs
     if not frames:
+        builder = _BUILDER.get()
+        if builder is not None and op.plan.mode == "interpolate":
+            kernel = builder(op, weights, oversamp)
+            if kernel is not None:
+                return kernel
         return toeplitz_kernel(weights, op.plan, oversamp)
     named = tuple(d for d in lead if d != ELLIPSIS)
     npoints = locs.ndim - 1 - len(frames)

@@ -60,6 +60,7 @@ once per block (`_looped`). Only entry-by-entry leaves are split along that dim.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 
 import equinox as eqx
@@ -82,7 +83,9 @@ from .._core import (
 from .._dims import Dims, fmt
 from ..linops._fft import FFT
 from ..linops._pad import AbstractCenterResize
+from ..linops._toeplitz import kernel_builder
 from ._batched import onto_mesh
+from ._grid_kernel import sharded_tiles, split_kernel, spread
 from ._grid_points import Points, points_stage
 from ._grid_stages import (
     Axes,
@@ -94,6 +97,7 @@ from ._grid_stages import (
     _Resize,
     _Transform,
     array_axis,
+    traded,
     transformed,
     widths,
 )
@@ -333,10 +337,13 @@ def _structured_normal(
     """The split of `A.N` where its folding rules give it a structure of its own (a
     NUFFT's Toeplitz embedding, $F^H F = I$), built now, as its arrays (a Toeplitz kernel)
     are split like the operator's; None where `A.N` is the plain chain `A`, `A^H`. A
-    structured normal that cannot be split is said in a warning: the stages and their
-    adjoints are exact but slower."""
+    Toeplitz kernel is computed split across the mesh (`split_kernel`), never whole on
+    one device. A structured normal that cannot be split is said in a warning: the stages
+    and their adjoints are exact but slower."""
     try:
-        N = A.normal()
+        build = functools.partial(split_kernel, mesh=mesh, dims=dims, split=grid_split)
+        with kernel_builder(build):
+            N = A.normal()
         if jax.tree.structure(N) == jax.tree.structure(default_normal(A)):
             return None
         return grid_split(N, dims, mesh, normal=False, loop=loop)
@@ -359,6 +366,8 @@ def _add_stage(stages: list, known: list, leaf, split: tuple, n: tuple, mesh: Me
     if fft is not None:
         dims_in, dims_out = transformed(fft, inverse)
         moves = tuple(k for k, s in enumerate(split) if s in dims_in)
+        if inverse:  # the mesh axes in reverse order: an inverse FFT undoes a forward one's
+            moves = moves[::-1]  # layout (a pencil returns to its slab axes, not a new one)
         if moves:
             trades = _trades(leaf, dims_in, [split[k] for k in moves], split)
             stages.append(_Transform(fft, inverse, split, moves, trades))
@@ -389,25 +398,20 @@ def _add_stage(stages: list, known: list, leaf, split: tuple, n: tuple, mesh: Me
 
 
 def _trades(leaf: NamedLinop, dims: Dims, moving: list[str], split: tuple) -> tuple[str, ...]:
-    """The transformed dim each split dim of `moving` trades places with, in order: the
-    first of `dims` held whole at that moment (as `fft_split` chooses), or a ValueError."""
-    held = set(split)
-    trades = []
-    for s in moving:
-        whole = [d for d in dims if d not in held]
-        if len(dims) == 1:
-            raise ValueError(
-                f"`create_batched_linop`: {leaf.name} transforms only the split dim {s!r}; "
-                f"a distributed FFT needs a second transformed dim to trade with."
-            )
-        if not whole:
-            raise ValueError(
-                f"`create_batched_linop`: {leaf.name} transforms {list(dims)}, all of them "
-                f"split; a distributed FFT needs a transformed dim held whole to trade each "
-                f"split one with (split fewer of its dims: a 2-D grid as slabs, not pencils)."
-            )
-        trades.append(whole[0])
-        held = (held - {s}) | {whole[0]}
+    """The transformed dim each split dim of `moving` trades places with, in order (see
+    `traded`), or a ValueError."""
+    trades = traded(dims, moving, set(split))
+    if len(dims) == 1:
+        raise ValueError(
+            f"`create_batched_linop`: {leaf.name} transforms only the split dim "
+            f"{moving[0]!r}; a distributed FFT needs a second transformed dim to trade with."
+        )
+    if trades is None:
+        raise ValueError(
+            f"`create_batched_linop`: {leaf.name} transforms {list(dims)}, all of them "
+            f"split; a distributed FFT needs a transformed dim held whole to trade each "
+            f"split one with (split fewer of its dims: a 2-D grid as slabs, not pencils)."
+        )
     return tuple(trades)
 
 
@@ -434,19 +438,22 @@ def _local(leaf: NamedLinop, split: tuple, n: tuple, mesh: Mesh, batch: BatchAxi
     else:
         batch = None
     sizes = dict(zip(split, n)) | ({batch.dim: batch.size} if batch else {})
-    parts = []
+    tiles = []
     for index in np.ndindex(*grid):
         at = _blocks_at(cut, grid, index)
-        tile = _tile({d: (sizes[d], c, i) for d, (c, i) in at.items() if d in dims})
-        parts.append(leaf.split(tile) if tile.slices else leaf)
-    tiles = stack_tiles(parts, tuple(grid))
-    if tiles is None:
+        tiles.append(_tile({d: (sizes[d], c, i) for d, (c, i) in at.items() if d in dims}))
+    axes = tuple(names) + ((batch.dim if batch.across else None,) if batch else ())
+    if spread(leaf):  # its arrays split across devices already (a Toeplitz kernel)
+        placed = sharded_tiles(leaf, tiles, cut, tuple(grid), mesh, axes)
+    else:
+        parts = stack_tiles([leaf.split(t) if t.slices else leaf for t in tiles], tuple(grid))
+        placed = None if parts is None else place(parts, mesh, axes)
+    if placed is None:
         raise ValueError(
             f"`create_batched_linop`: the tiles of {leaf.name} along {cut} differ in "
             f"structure, so they cannot run as one program."
         )
-    axes = tuple(names) + ((batch.dim if batch.across else None,) if batch else ())
-    return _Local(place(tiles, mesh, axes), split, batch)
+    return _Local(placed, split, batch)
 
 
 def _blocks_at(cut: list[str], grid: list[int], index: tuple) -> dict[str, tuple[int, int]]:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Sequence
 
 import equinox as eqx
 import jax
@@ -283,6 +284,20 @@ class _Rename(eqx.Module):
 def transformed(fft: FFT, inverse: bool) -> tuple[Dims, Dims]:
     """The dims an FFT (or its adjoint, `inverse`) transforms, at its input and output."""
     return (fft.dual_shape, fft.primal_shape) if inverse else (fft.primal_shape, fft.dual_shape)
+
+
+def traded(dims: Sequence, moving: Sequence, held: set) -> list | None:
+    """What each split dim of `moving` (transformed by a distributed FFT over `dims`, in
+    order) trades places with: the first of `dims` held whole at that moment, `held`
+    being the split ones (as `fft_split` chooses); None when none is whole."""
+    held, out = set(held), []
+    for s in moving:
+        whole = [d for d in dims if d not in held]
+        if not whole:
+            return None
+        out.append(whole[0])
+        held = (held - {s}) | {whole[0]}
+    return out
 
 
 def blocks(shape: Shape, axes: Axes, devices: Shape) -> Shape:

@@ -82,7 +82,7 @@ def unstack_tiles(stacked: NamedLinop, grid: tuple[int, ...]) -> list[NamedLinop
     return [tile_at(stacked, index) for index in np.ndindex(*grid)]
 
 
-def grid_spec(a: jax.Array, axes: tuple[str | None, ...]) -> PartitionSpec:
+def grid_spec(a: jax.Array | jax.ShapeDtypeStruct, axes: tuple[str | None, ...]) -> PartitionSpec:
     """The grid axes of `a` on the mesh `axes`, replicated where `a` has size 1."""
     return PartitionSpec(*(ax if n > 1 else None for ax, n in zip(axes, a.shape)))
 
