@@ -43,7 +43,9 @@ Several grid dims can be split at once (a *pencil* decomposition, needed when a 
 has fewer entries than there are devices), each over its own mesh axis: every device
 holds a block split along each of them. Each stage then acts on every split dim it
 touches, one mesh axis after the other: an FFT trades each split transformed dim with a
-transformed dim held whole (so a pencil needs a third, whole, transformed dim), a halo
+transformed dim held whole (so a pencil needs a third, whole, transformed dim; an inverse
+FFT takes the mesh axes in the reverse order, so that it leaves a pencil split as the
+forward FFT found it), a halo
 leaf extends its block along each split dim (the corners come along), a `Pad` or `Crop`
 moves the edge slabs of each resized split dim, and gridding buckets the points by the
 block of each split grid dim, its output split along the points over all the slab axes

@@ -221,8 +221,9 @@ def plan_batches(
       most the dim's size; each device a slab of $\lceil n_d / D_g \rceil$ and a block of
       $\lceil n_c / D_c \rceil$ entries of $c$), and the grid split followed by a loop over
       $c$ in tiles of $\lceil n_c / 2^j \rceil$ (nested specs, the blocks one after another
-      on each device); and two grid dims on a 2-D mesh (pencils: each device a block of
-      both, laid out as the tiled pairs above). One the sharding layer refuses to build (a
+      on each device); and, where `A` couples three or more input dims (a 3-D grid), two
+      of them on a 2-D mesh (pencils: each device a block of both, laid out as the tiled
+      pairs above). One the sharding layer refuses to build (a
       leaf whose coupling it cannot split: a ValueError building or tracing it) is dropped,
       its reason kept in the report.
 
@@ -405,7 +406,8 @@ def _candidates(A: NamedLinop, devices: int, memory, x_bytes: int) -> list[Candi
                 _candidate(A, grid, outer, None, memory, x_bytes, grid=g)
                 for outer in _meshes(g, n, c, n_c, devices)
             ]
-    for (g1, n1), (g2, n2) in itertools.combinations(_grid(A, devices), 2):  # pencils
+    grids = _grid(A, devices)  # pencils: of a 3-D grid (a 2-D FFT has no dim to trade)
+    for (g1, n1), (g2, n2) in itertools.combinations(grids if len(grids) > 2 else [], 2):
         grid = {**sizes, g1: n1, g2: n2}
         out += [
             _candidate(A, grid, outer, None, memory, x_bytes, grid=g1)
