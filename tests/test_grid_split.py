@@ -336,3 +336,25 @@ def test_compiled_toeplitz_normal_transposes_and_never_gathers_the_grid():
     whole = 64 * 48 * 16  # the embedded grid, complex128
     assert compiled.memory_analysis().temp_size_in_bytes < 0.5 * whole
     assert_close(compiled(B, x), forward(np.asarray(x)), C128)
+
+
+@pytest.mark.parametrize("devices", [3, 8])
+def test_fft_and_convolution_alone_split_at_the_input_size(devices):
+    """An FFT or a `Convolution` alone fixes no size of its grid: the spec's grid dim is
+    split over all its devices, in slabs of the input's size (10 over 3 or 8: ragged, and
+    devices 5-7 hold nothing on 8)."""
+    x, y = rand(1, (2, 10, 6)), rand(2, (2, 10, 6))
+    spec = jl.BatchSpec({"Nx": 4}, device_matrix=jax.devices()[:devices])
+    F = jl.FFT(2, centered=True)
+    assert F.size("Nx") is None
+    B = jl.create_batched_linop(F, spec)
+    assert isinstance(B, jl.sharding.GridSplitLinop)
+    got = jax.jit(lambda B, x, y: (B(x), B.H(y)))(B, x, y)
+    assert_close(got[0], centered(np.asarray(x), (1, 2)), C128)
+    assert_close(got[1], centered(np.asarray(y), (1, 2), inverse=True), C128)
+    K = jl.Convolution(rand(3, (3, 4)), "C", ("Nx", "Ny"), ("Mx", "My"), padding_mode="circular")
+    assert K.size("Nx") is None
+    M = conv_matrix(K.kernel, (10, 6), circular=True)
+    got = jax.jit(lambda B, x, y: (B(x), B.H(y)))(jl.create_batched_linop(K, spec), x, y)
+    assert_close(got[0], (np.reshape(x, (2, -1)) @ M.T).reshape(x.shape), C128)
+    assert_close(got[1], (np.reshape(y, (2, -1)) @ M.conj()).reshape(y.shape), C128)

@@ -207,8 +207,12 @@ def _loop(A: NamedLinop, rest: list[BatchSpec], where: str) -> BatchAxis:
 
 
 def _blocks(A: NamedLinop, d: str, tile: int, devices: int, where: str) -> int:
-    """How many blocks (one per device) tiles of `tile` cut the dim `d` of `A` into."""
+    """How many blocks (one per device) tiles of `tile` cut the dim `d` of `A` into; a
+    grid dim whose size only the input fixes (an FFT or a `Convolution` alone), one slab
+    on each of the `devices`."""
     n = A.size(d)
+    if n is None and A.coupling(d) != Coupling.NONE and d in A.ishape:
+        return devices
     if n is None:
         raise ValueError(f"{where}: {A.name} does not fix the size of dim {d!r}.")
     count, what = -(-n // tile), "slab" if A.coupling(d) != Coupling.NONE else "block"

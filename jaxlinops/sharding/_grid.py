@@ -443,7 +443,8 @@ def _local(leaf: NamedLinop, split: tuple, n: tuple, mesh: Mesh, batch: BatchAxi
     tiles = []
     for index in np.ndindex(*grid):
         at = _blocks_at(cut, grid, index)
-        tiles.append(_tile({d: (sizes[d], c, i) for d, (c, i) in at.items() if d in dims}))
+        cuts = {d: (sizes[d], c, i) for d, (c, i) in at.items() if d in dims and sizes[d]}
+        tiles.append(_tile(cuts))  # (a dim of unknown size has no arrays along it to cut)
     axes = tuple(names) + ((batch.dim if batch.across else None,) if batch else ())
     if spread(leaf):  # its arrays split across devices already (a Toeplitz kernel)
         placed = sharded_tiles(leaf, tiles, cut, tuple(grid), mesh, axes)
@@ -610,17 +611,12 @@ def _fft_of(leaf: NamedLinop) -> tuple[FFT | None, bool]:
     return None, False
 
 
-def _size_of(known: list[NamedLinop], trade: str, dims_in: Dims, dims_out: Dims) -> int:
-    """The size of the dim the split moves to: an operator of `known` (the whole operator,
-    then the steps of the leaves it decomposed) fixes it, under either name."""
+def _size_of(known: list[NamedLinop], trade: str, dims_in: Dims, dims_out: Dims) -> int | None:
+    """The size of the dim the split moves to, where an operator of `known` (the whole
+    operator, then the steps of the leaves it decomposed) fixes it, under either name;
+    else None (the input fixes it)."""
     names = (trade, dims_out[dims_in.index(trade)])
-    n = next((k for op in known for d in names if (k := op.size(d)) is not None), None)
-    if n is None:
-        raise ValueError(
-            f"`create_batched_linop`: {known[0].name} does not fix the size of dim "
-            f"{trade!r}, which a distributed FFT moves the split to."
-        )
-    return n
+    return next((k for op in known for d in names if (k := op.size(d)) is not None), None)
 
 
 def _sizes(A: NamedLinop) -> tuple[tuple[str, int], ...]:
