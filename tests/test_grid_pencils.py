@@ -36,6 +36,17 @@ def pencil(A, tiles, shape):
     return B
 
 
+def against_numpy(A, B, x, y, forward, adjoint, exchange, grid, mesh):
+    """`check` of B against the numpy `forward` and `adjoint`; its compiled program has the
+    collective `exchange`, and no all-gather where the grid divides evenly (ragged
+    boundaries reshard)."""
+    Ax = forward(np.asarray(x))
+    _, text = check(A, B, x, y, (Ax, adjoint(np.asarray(y)), adjoint(Ax)))
+    assert exchange in text
+    if all(n % m == 0 for n in grid for m in mesh):
+        assert "all-gather" not in text
+
+
 @pytest.mark.parametrize(
     "shape, tiles, mesh",
     [
@@ -51,11 +62,8 @@ def test_pencil_sense_equals_numpy(shape, tiles, mesh):
     one, so the output is split along two k-space dims."""
     A, forward, adjoint = sense(shape)
     x, y = rand(1, shape), rand(2, (3, *shape))
-    Ax = forward(np.asarray(x))
-    _, text = check(A, pencil(A, tiles, mesh), x, y, (Ax, adjoint(np.asarray(y)), adjoint(Ax)))
-    assert "all-to-all" in text
-    if all(n % m == 0 for n in shape for m in mesh):  # (ragged boundaries reshard)
-        assert "all-gather" not in text
+    B = pencil(A, tiles, mesh)
+    against_numpy(A, B, x, y, forward, adjoint, "all-to-all", shape, mesh)
 
 
 @pytest.mark.parametrize(
@@ -72,11 +80,8 @@ def test_pencil_convolution_equals_the_dense_matrix(kernel, grid, tiles, mesh, m
     A = conv_chain(kernel, grid, mode)
     forward, adjoint = conv_reference(A, grid, mode == "circular")
     x, y = rand(1, (3, *grid)), rand(2, (3, *grid))
-    Ax = forward(np.asarray(x))
-    _, text = check(A, pencil(A, tiles, mesh), x, y, (Ax, adjoint(np.asarray(y)), adjoint(Ax)))
-    assert "collective-permute" in text
-    if all(n % m == 0 for n in grid for m in mesh):  # (ragged boundaries reshard)
-        assert "all-gather" not in text
+    B = pencil(A, tiles, mesh)
+    against_numpy(A, B, x, y, forward, adjoint, "collective-permute", grid, mesh)
 
 
 @pytest.mark.parametrize(
@@ -118,8 +123,7 @@ def test_pencil_with_coils_on_a_3d_mesh():
     B = jl.create_batched_linop(A, jl.BatchSpec({"Nx": 3, "C": 2, "Ny": 2}, device_matrix=devices))
     assert isinstance(B, jl.sharding.GridSplitLinop) and B.batch is not None
     x, y = rand(1, shape), rand(2, (4, *shape))
-    Ax = forward(np.asarray(x))
-    check(A, B, x, y, (Ax, adjoint(np.asarray(y)), adjoint(Ax)))
+    against_numpy(A, B, x, y, forward, adjoint, "all-reduce", shape, (2, 2, 2))
 
 
 def test_pencil_refusals_name_the_operator_and_dims():

@@ -147,3 +147,23 @@ def test_pencils_when_every_grid_dim_is_shorter_than_the_devices():
     z = np.fft.ifftshift(w * x)
     want = mask * np.fft.fftshift(np.fft.fftn(z, norm="ortho"))
     np.testing.assert_allclose(np.asarray(apply(B, jnp.asarray(x))), want, **TOL)
+
+
+def test_candidates_are_measured_without_their_structured_normal(monkeypatch):
+    """The planner compiles each candidate's forward only: building a grid candidate does
+    not build its structured normal (for a Toeplitz NUFFT, a kernel on the 2x grid); the
+    operator built from the plan has it."""
+    locs = RNG.uniform(-N / 2, N / 2, (64, 2))
+    A = jl.NUFFT(locs, (N, N), "K", toeplitz=True, backend="jax")
+    x = cplx(N, N)
+    budget = peak(A, x) // 3  # no communication-free split: the grid
+    real = jl.sharding._grid._structured_normal
+
+    def refuse(*args):
+        raise AssertionError("a structured normal was built while planning")
+
+    monkeypatch.setattr(jl.sharding._grid, "_structured_normal", refuse)
+    plan = jl.plan_batches(A, memory_limit=budget, x=jnp.asarray(x))
+    monkeypatch.setattr(jl.sharding._grid, "_structured_normal", real)
+    B = jl.create_batched_linop(A, plan)
+    assert isinstance(B, jl.sharding.GridSplitLinop) and B.normal_split is not None

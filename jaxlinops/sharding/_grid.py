@@ -61,6 +61,8 @@ once per block (`_looped`). Only entry-by-entry leaves are split along that dim.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import dataclasses
 import functools
 import math
@@ -107,6 +109,19 @@ from ._log import logger
 from ._tile_arrays import grid_spec, place, stack_tiles
 
 Stage = _Local | _Transform | _Halo | _Resize | _Rename | Points
+_NORMALS = contextvars.ContextVar("grid_split_normals", default=True)
+
+
+@contextlib.contextmanager
+def forward_only():
+    """While active, grid splits are built without their structured normal (`grid_split`'s
+    `normal`): for the planner, which compiles only the forward of each candidate, so that
+    none computes a Toeplitz kernel it will not use."""
+    token = _NORMALS.set(False)
+    try:
+        yield
+    finally:
+        _NORMALS.reset(token)
 
 
 class GridSplitLinop(NamedLinop):
@@ -329,7 +344,9 @@ def grid_split(
     return GridSplitLinop(
         stages=tuple(stages), ishape=A.ishape, oshape=A.oshape, sizes=_sizes(A), mesh=mesh,
         grids=len(dims), loop=loop,
-        normal_split=_structured_normal(A, dims, mesh, loop) if normal else None,
+        normal_split=(
+            _structured_normal(A, dims, mesh, loop) if normal and _NORMALS.get() else None
+        ),
     )  # fmt: skip
 
 

@@ -98,8 +98,8 @@ class _Local(eqx.Module):
         local = jax.eval_shape(piece, jax.ShapeDtypeStruct(block, dtype))
         out = tuple(array_axis(piece.oshape, d, local.ndim) for d in self.dims_in)
         out_shape = tuple(local.shape)
-        for a, k in zip(out, axes):
-            out_shape = with_size(out_shape, a, shape[k])
+        for at, a in zip(out, axes):  # each split dim back at its global size
+            out_shape = with_size(out_shape, at, shape[a])
         if b is not None and b.dim in piece.oshape:
             out_shape = with_size(
                 out_shape, array_axis(piece.oshape, b.dim, len(out_shape)), b.size

@@ -60,8 +60,8 @@ def halo_extend(
     `axis` (see the module docstring for the layout); returns $B + 2w$ entries along
     `axis`: the `width` valid entries before the block (from the previous devices), this
     block's valid entries, the `width` entries after it (from the next devices), then zeros
-    for a ragged block. With `periodic`, the halos wrap around the global size `size`
-    (`width` at most `size`); otherwise they are zero past the ends (any `width`). A
+    for a ragged block. With `periodic`, the halos wrap around the global size `size` (as
+    often as `width` needs); otherwise they are zero past the ends. A
     halo wider than a neighbour's block comes from several neighbours, one hop each.
     Split along two axes (a pencil), call it once per axis: the second call extends the
     already extended block, so the corners come along. `width=0` returns `x` unchanged.
