@@ -34,14 +34,10 @@ from harness import Impl, jax_impl, numpy_impl, torch_impl
 import jaxlinops as jl
 from jaxlinops.demo import radial_trajectory, ramp_dcf
 
-
-def nufft_backend() -> str:
-    """torchlinops' kernel on every platform, so that the peers compute the same operator
-    (jaxlinops' finufft backend, with its own kernel, is compared in bench_nufft_peers.py).
-    A function: the suite sets JAX's device count before any backend starts."""
-    return "pallas" if jax.default_backend() == "gpu" else "jax"
-
-
+# torchlinops' kernel on every platform, so that the peers compute the same operator
+# (the finufft backend, with its own kernel, is compared in bench_nufft_peers.py; the
+# Pallas kernels in gpu_bench.py)
+NUFFT_BACKEND = "jax"
 C64 = 8  # bytes per complex64
 OVERSAMP, WIDTH = 1.25, 4.0
 INTERP_BETA = 1.0
@@ -157,7 +153,9 @@ def finufft_impl(finufft, locs, grid, adjoint: bool, eps: float) -> Impl:
     return numpy_impl(lambda a: plan.execute(a) * scale)
 
 
-def nufft_case(grid, npts: int, adjoint: bool, finufft_eps: float) -> Case:
+def nufft_case(
+    grid, npts: int, adjoint: bool, finufft_eps: float, backend: str = NUFFT_BACKEND
+) -> Case:
     nd, points = len(grid), math.prod(grid)
     padded = math.prod(round(OVERSAMP * n) for n in grid)
     flops = fft_flops(padded) + 8 * npts * WIDTH**nd + 8 * points
@@ -165,7 +163,7 @@ def nufft_case(grid, npts: int, adjoint: bool, finufft_eps: float) -> Case:
 
     def build(rng, peers: Peers):
         locs = interior_locs(rng, npts, grid, WIDTH) - np.asarray(grid, np.float32) / 2
-        op = jl.NUFFT(locs, grid, ("K",), oversamp=OVERSAMP, width=WIDTH, backend=nufft_backend())
+        op = jl.NUFFT(locs, grid, ("K",), oversamp=OVERSAMP, width=WIDTH, backend=backend)
         impls = {"jaxlinops": jax_impl(_apply, op.H if adjoint else op)}
         if peers.torchlinops is not None:
             tl = peers.torchlinops
@@ -304,8 +302,11 @@ def cartesian_sense_case(coils: int, n: int, normal: bool) -> Case:
                 traffic, build)  # fmt: skip
 
 
-def noncartesian_sense(rng, peers: Peers, toeplitz: bool, problem: dict):
-    """The demo's $A = \\sqrt{w}\\,\\mathrm{NUFFT}\\,S$ in each library, and its arrays."""
+def noncartesian_sense(
+    rng, peers: Peers, toeplitz: bool, problem: dict, backend: str = NUFFT_BACKEND
+) -> dict:
+    """The demo's $A = \\sqrt{w}\\,\\mathrm{NUFFT}\\,S$ in each library (jaxlinops' NUFFT
+    on `backend`)."""
     n, coils = problem["n"], problem["coils"]
     locs = radial_trajectory(n, problem["spokes"], problem["readouts"])
     weight = np.sqrt(ramp_dcf(locs))
@@ -319,7 +320,7 @@ def noncartesian_sense(rng, peers: Peers, toeplitz: bool, problem: dict):
             "S R",
             batch_shape="C",
             toeplitz=toeplitz,
-            backend=nufft_backend(),
+            backend=backend,
             **nufft,
         )
         @ S["jaxlinops"]
@@ -394,7 +395,7 @@ def _jax_cg_sense(A, y, iters: int):
     return jl.alg.conjugate_gradients(A.N, A.H(y), max_num_iters=iters, gtol=0.0, progress=False)
 
 
-def cg_sense_case(problem: dict = DEMO, devices: int = 1) -> Case:
+def cg_sense_case(problem: dict = DEMO, devices: int = 1, backend: str = NUFFT_BACKEND) -> Case:
     n, coils, iters = problem["n"], problem["coils"], problem["iters"]
     npts = problem["spokes"] * problem["readouts"]
     normal = normal_case(True, problem)
@@ -403,7 +404,7 @@ def cg_sense_case(problem: dict = DEMO, devices: int = 1) -> Case:
 
     def build(rng, peers: Peers):
         peers = variant_peers(peers, devices)
-        ops = noncartesian_sense(rng, peers, True, problem)
+        ops = noncartesian_sense(rng, peers, True, problem, backend)
         A = on_devices(ops["jaxlinops"], devices)
         impls = {"jaxlinops": jax_impl(partial(_jax_cg_sense, iters=iters), A)}
         if "torchlinops" in ops:

@@ -20,8 +20,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-import jax
-
 import jaxlinops as jl
 
 from ._tensors import to_jax
@@ -160,7 +158,7 @@ def _nufft(cls) -> Callable:
             kwargs = dict(
                 width=options.get("width", 4.0),
                 skip_prep_locs=options.get("skip_prep_locs", False),
-                backend="pallas" if jax.default_backend() == "gpu" else "jax",
+                backend="jax",
             )  # torchlinops' kernel (finufft has its own)
         elif cls is jl.FastSamplingNUFFT:
             kwargs = dict(phase_placement=options.get("phase_placement", "auto"))

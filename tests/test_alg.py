@@ -433,6 +433,7 @@ def test_bad_input():
         alg.polynomial_coefficients(1, "ifista", 0.0, 2.0)  # p(x) = 2 - x
 
 
+@pytest.mark.devices(8)
 def test_cg_and_power_method_on_an_explicit_mesh():
     """Vectors sharded over an Explicit mesh (where `vdot` raises a sharding error): the
     solvers' inner products still work, and solve the problem."""

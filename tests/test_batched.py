@@ -39,6 +39,7 @@ def check_all(B, A, x, y):
     return got
 
 
+@pytest.mark.devices(8)
 def test_coils_across_8_devices_stay_sharded():
     A, x, y = sense(), rand(1, (8, 8)), rand(2, (8, 8, 8))
     B = jl.create_batched_linop(A, jl.BatchSpec({"C": 1}, device_matrix=DEVICES))
@@ -62,6 +63,7 @@ def test_coils_across_8_devices_stay_sharded():
         assert_close(B.H(jax.device_put(y, device)), A.H(y), C128)
 
 
+@pytest.mark.devices(8)
 def test_frames_and_coils_on_a_2x4_mesh():
     A = sense(coils=8, frames=2)
     x, y = rand(3, (2, 8, 8)), rand(4, (2, 8, 8, 8))
@@ -73,6 +75,7 @@ def test_frames_and_coils_on_a_2x4_mesh():
     assert adjoint.sharding.spec == PartitionSpec("T")  # coils summed, frames kept
 
 
+@pytest.mark.devices(8)
 def test_input_only_dim_is_summed_and_psum_spans_the_mesh():
     A = jl.Dense(rand(5, (3, 16)), "M N", "N", "M")
     x, y = rand(6, (16,)), rand(7, (3,))
@@ -134,6 +137,7 @@ def test_jit_grad_vmap_and_no_retrace():
     assert not traces
 
 
+@pytest.mark.devices(8)
 def test_chains_sharded_inputs_base_device_and_split_again():
     A, x, y = sense(), rand(17, (8, 8)), rand(18, (8, 8, 8))
     B = jl.create_batched_linop(A, jl.BatchSpec({"C": 1}, device_matrix=DEVICES))
@@ -160,6 +164,7 @@ def test_chains_sharded_inputs_base_device_and_split_again():
     assert_close(apply(jl.split(B2, {"C": slice(3, 6)}), x2), A2(x2)[:, 3:6], C128)
 
 
+@pytest.mark.devices(8)
 def test_shard_on_a_user_mesh():
     A, x, y = sense(), rand(21, (8, 8)), rand(22, (8, 8, 8))
     mesh = jax.make_mesh((2, 4), ("a", "b"), axis_types=(AxisType.Explicit,) * 2)
@@ -173,6 +178,7 @@ def test_shard_on_a_user_mesh():
         B(x)
 
 
+@pytest.mark.devices(8)
 def test_fuzzy_device_matrix_fit():
     d = np.array(DEVICES, dtype=object)
     # more devices than tiles: truncated; fewer: kept (several tiles per device)
@@ -184,6 +190,7 @@ def test_fuzzy_device_matrix_fit():
     assert fit_devices(d[:4].reshape(2, 2), [None, 1]).shape == (2, 1)
 
 
+@pytest.mark.devices(8)
 def test_log_device_transfers(caplog, monkeypatch):
     monkeypatch.setattr(jl.config, "log_device_transfers", True)
     A, x = sense(), rand(23, (8, 8))
@@ -196,6 +203,7 @@ def test_log_device_transfers(caplog, monkeypatch):
     assert "psum over mesh axes ['C']" in text
 
 
+@pytest.mark.devices(8)
 def test_bad_input():
     A = sense()
     spec = jl.BatchSpec({"Q": 1}, device_matrix=DEVICES)
@@ -237,6 +245,7 @@ def test_padded_dim_that_a_child_does_not_size():
     assert_close(B(jnp.asarray(x)), (w * x).sum(1), np.float64)
 
 
+@pytest.mark.devices(8)
 def test_torchlinops_arguments_bind():
     """`create_batched_linop(linop, batch_specs, default_device, _mmap, **options)`: the
     thread options and `_mmap` change nothing; `default_device` is where outputs go."""
@@ -279,6 +288,7 @@ def test_broadcast_device_matrix_is_where_tiles_run(devices, tile):
     assert list(matrix) == tile_devices(jl.create_batched_linop(A, spec), tiles)
 
 
+@pytest.mark.devices(8)
 def test_broadcast_device_matrix_as_torchlinops():
     """With at least as many devices as tiles (and for broadcast axes) the matrix is
     torchlinops'; with fewer, jaxlinops gives each device a contiguous run of tiles where

@@ -82,6 +82,7 @@ def test_aliasing_is_two_way():
     assert back.tolist() == [0.0, 1.0, 2.0, 3.0]
 
 
+@pytest.mark.devices(8)
 def test_sharded_arrays_are_gathered():
     cpus = jax.devices("cpu")[:4]
     mesh = jax.make_mesh((4,), ("x",), axis_types=(jax.sharding.AxisType.Auto,), devices=cpus)

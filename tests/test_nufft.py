@@ -122,6 +122,16 @@ def test_eps_is_met_by_every_backend(eps, backend):
     assert f"backend={backend}" in repr(A)
 
 
+@pytest.mark.parametrize("platform", ["gpu", "cpu"])
+def test_auto_backend_on_a_gpu_is_jax(monkeypatch, platform):
+    """`"auto"` never picks the Pallas kernels (opt-in: reverse-mode only, and not faster
+    where measured); on a CPU it is finufft where jax-finufft is installed."""
+    monkeypatch.setattr(jax, "default_backend", lambda: platform)
+    A = jl.NUFFT(random_locs(4, (8, 8), 10), (8, 8), "K", backend="auto")
+    cpu_choice = "finufft" if F._finufft.finufft_available() else "jax"
+    assert A.plan.backend == ("jax" if platform == "gpu" else cpu_choice)
+
+
 def test_plan_contents():
     plan = F.nufft_plan(np.array([[0.0, -8.0], [7.5, 3.0]]), (16, 16))
     assert plan.padded_size == (20, 20) and plan.beta == pytest.approx(6.99666, abs=1e-5)

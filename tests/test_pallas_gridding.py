@@ -1,4 +1,5 @@
-"""The Pallas spread/interpolate kernels in interpret mode (CPU), against a numpy reference.
+"""The Pallas spread/interpolate kernels against a numpy reference: compiled (Triton) on
+a GPU, in interpret mode elsewhere (`INTERPRET`; `scripts/gpu_check.sh` runs them on a GPU).
 
 The reference applies the definition directly: for each window offset `l` in `[0, L)^D`,
 point `p` reads (or adds into) cell `(starts[p] + l) mod N` with weight
@@ -20,6 +21,7 @@ import pytest
 from jaxlinops.functional._pallas_gridding import pallas_grid, pallas_ungrid
 
 TOL = {np.float32: 1e-5, np.float64: 1e-12}
+INTERPRET = jax.default_backend() != "gpu"
 
 
 def _offsets(starts, weights, sizes):
@@ -107,10 +109,10 @@ def test_matches_reference(case):
     starts, weights = layout(0, points, sizes, length, real, spread)
     grid = data(1, (batch, *sizes), dtype)
     vals = data(2, (batch, points), dtype)
-    out = pallas_ungrid(grid, starts, weights, interpret=True, block_size=block)
+    out = pallas_ungrid(grid, starts, weights, interpret=INTERPRET, block_size=block)
     assert out.dtype == dtype
     assert_close(out, ref_ungrid(grid, starts, weights), real)
-    out = pallas_grid(vals, starts, weights, sizes, interpret=True, block_size=block)
+    out = pallas_grid(vals, starts, weights, sizes, interpret=INTERPRET, block_size=block)
     assert out.dtype == dtype
     assert_close(out, ref_grid(vals, starts, weights, sizes), real)
 
@@ -120,8 +122,8 @@ def test_adjoint_dot_product():
     sizes = (9, 11)
     starts, weights = layout(3, 100, sizes, 3, np.float64)
     grid, vals = data(4, (2, *sizes), np.complex128), data(5, (2, 100), np.complex128)
-    left = jnp.sum(pallas_ungrid(grid, starts, weights, interpret=True) * vals)
-    right = jnp.sum(grid * pallas_grid(vals, starts, weights, sizes, interpret=True))
+    left = jnp.sum(pallas_ungrid(grid, starts, weights, interpret=INTERPRET) * vals)
+    right = jnp.sum(grid * pallas_grid(vals, starts, weights, sizes, interpret=INTERPRET))
     assert abs(left - right) <= 1e-12 * abs(left)
 
 
@@ -132,9 +134,9 @@ def test_nan_weights_propagate():
     starts = jnp.asarray([[0], [3], [9], [6], [6]], jnp.int32)
     weights = jnp.ones((5, 1, 2), jnp.float32).at[2].set(jnp.nan)
     grid, vals = data(22, (1, 10), np.float32), data(23, (1, 5), np.float32)
-    out = pallas_ungrid(grid, starts, weights, interpret=True)
+    out = pallas_ungrid(grid, starts, weights, interpret=INTERPRET)
     np.testing.assert_array_equal(np.isnan(out[0]), [False, False, True, False, False])
-    out = pallas_grid(vals, starts, weights, sizes, interpret=True)
+    out = pallas_grid(vals, starts, weights, sizes, interpret=INTERPRET)
     np.testing.assert_array_equal(np.flatnonzero(np.isnan(out[0])), [0, 9])  # wraps to 0
 
 
@@ -156,7 +158,7 @@ def _losses(starts, sizes, target_grid, target_vals):
 
 
 def interpreted(fn):
-    return lambda *args: fn(*args, interpret=True, block_size=64)
+    return lambda *args: fn(*args, interpret=INTERPRET, block_size=64)
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.complex128])
@@ -192,12 +194,12 @@ def test_vmap_and_jit():
     starts, weights = layout(14, 40, sizes, 2, np.float32)
     grids = data(15, (3, 2, *sizes), np.complex64)
     vals = data(16, (3, 2, 40), np.complex64)
-    ungrid = jax.jit(jax.vmap(lambda g: pallas_ungrid(g, starts, weights, interpret=True)))
+    ungrid = jax.jit(jax.vmap(lambda g: pallas_ungrid(g, starts, weights, interpret=INTERPRET)))
     out = ungrid(grids)
     for k in range(3):
         assert_close(out[k], ref_ungrid(grids[k], starts, weights), np.float32)
     stacked = jnp.stack([weights, 2 * weights, -weights])
-    spread = jax.vmap(lambda v, w: pallas_grid(v, starts, w, sizes, interpret=True))
+    spread = jax.vmap(lambda v, w: pallas_grid(v, starts, w, sizes, interpret=INTERPRET))
     out = jax.jit(spread)(vals, stacked)
     for k in range(3):
         assert_close(out[k], ref_grid(vals[k], starts, stacked[k], sizes), np.float32)

@@ -209,6 +209,7 @@ def test_split_along_frames_and_points():
     assert_close(part(x[:, :2]), B(x)[:, :2, 2:], C128)
 
 
+@pytest.mark.devices(8)
 @pytest.mark.parametrize("frames, tile, devices", [(8, 1, 8), (5, 2, 3)], ids=["8", "ragged"])
 def test_batched_across_devices(frames, tile, devices):
     """Frames across the simulated CPU devices, for the operator and its Toeplitz normal

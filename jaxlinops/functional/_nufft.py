@@ -116,9 +116,10 @@ def nufft_plan(
       `"pallas"` (Pallas kernels; on CUDA GPUs, and in interpret mode, for testing,
       elsewhere), `"finufft"` (the whole transform by jax-finufft, `pip install
       'jaxlinops[finufft]'`, to tolerance `eps`, or without `eps` to the tabulated error
-      of `(oversamp, width)`), or `"auto"`: `"pallas"` on a GPU, `"finufft"` on a CPU where
-      jax-finufft is installed, `"jax"` otherwise (decided from JAX's default backend when
-      the plan is made). None: `jaxlinops.config.nufft_backend` (default `"auto"`). All
+      of `(oversamp, width)`), or `"auto"`: `"finufft"` on a CPU where jax-finufft is
+      installed, `"jax"` otherwise, GPUs included (decided from JAX's default backend when
+      the plan is made; the Pallas kernels are opt-in). None:
+      `jaxlinops.config.nufft_backend` (default `"auto"`). All
       compute the same transform; they differ by the approximation error (finufft's kernel
       is its own; it is asked for `eps / FINUFFT_MARGIN`, as its error can exceed its
       tolerance).
@@ -359,8 +360,10 @@ def make_plan(
 def _resolve_backend(name: str, backend: str, mode: str, apodized: bool) -> str:
     """`backend` checked, `"auto"` resolved (see [`nufft_plan`][]); sampling mode has no
     gridding, and always runs in JAX. finufft cannot take given apodization weights: then
-    `"auto"` stays with JAX, and says so in a log line. Pallas off a GPU runs in its
-    interpreter (for tests): a warning on the `jaxlinops` logger says so."""
+    `"auto"` stays with JAX, and says so in a log line. On a GPU `"auto"` is `"jax"`:
+    the Pallas kernels are opt-in (measured slower than XLA's path, and reverse-mode
+    only). Pallas off a GPU runs in its interpreter (for tests): a warning on the
+    `jaxlinops` logger says so."""
     if backend not in BACKENDS:
         raise ValueError(f"`{name}`: unknown backend {backend!r}; expected one of {BACKENDS}.")
     if backend == "finufft" and not finufft_available():
@@ -374,8 +377,6 @@ def _resolve_backend(name: str, backend: str, mode: str, apodized: bool) -> str:
         logger.warning("`%s`: backend='pallas' on %s runs in Pallas' interpreter", name, platform)
     if backend != "auto":
         return backend
-    if platform == "gpu":
-        return "pallas"
     if platform != "cpu" or not finufft_available():
         return "jax"
     if apodized:
