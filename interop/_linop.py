@@ -3,9 +3,11 @@ r"""`torch_linop(A)`: a jaxlinops operator as a `torch.nn.Module`, with autograd
 The module's parameters are the operator's floating-point arrays (coil maps, weights,
 NUFFT points), so a torch optimizer can train them; the arrays it was built from are
 copied, not aliased. `forward` takes and returns torch tensors and runs one jit-compiled
-JAX program per shape and dtype. The input is moved to the device of the operator's
-arrays (replicated over the mesh of a batched operator) and the output comes back from
-there; gradients return to the devices of the input and the parameters.
+JAX program per shape and dtype. It runs where the input tensor is, as a torch module
+would: the parameters are copied to the input's device when they live elsewhere (a CPU
+tensor on a GPU machine is computed on the CPU, a CUDA tensor on its GPU), and the output
+is on that device. A batched operator runs on its mesh instead, the input replicated over
+it. Gradients return to the devices of the input and the parameters.
 
 Gradients follow PyTorch's convention. For $y = A_p x$ and an output gradient $g$:
 
@@ -127,23 +129,29 @@ class TorchLinop(torch.nn.Module):
         return _Apply.apply(self.spec, x, *self.params)
 
 
-def _jax_params(spec: _OperatorSpec, params) -> list[jax.Array]:
-    """The parameters as JAX arrays, placed where the operator's arrays were (e.g. sharded
-    over a batched operator's mesh)."""
-    return [_put(to_jax(p), where) for p, where in zip(params, spec.placement)]
+def _mesh(spec: _OperatorSpec) -> NamedSharding | None:
+    """The sharding of a batched operator's first array when it spans several devices
+    (the operator then runs on that mesh), else None."""
+    where = spec.placement[0] if spec.placement else None
+    if isinstance(where, NamedSharding) and len(where.device_set) > 1:
+        return where
+    return None
+
+
+def _jax_params(spec: _OperatorSpec, params, x: jax.Array | None = None) -> list[jax.Array]:
+    """The parameters as JAX arrays: on the device of the input `x` (copied there when
+    they are elsewhere), or, for a batched operator or without `x`, where the operator's
+    arrays were (e.g. sharded over its mesh)."""
+    if x is None or _mesh(spec) is not None:
+        return [_put(to_jax(p), where) for p, where in zip(params, spec.placement)]
+    return [_put(to_jax(p), x.sharding) for p in params]
 
 
 def _jax_input(spec: _OperatorSpec, t: torch.Tensor) -> jax.Array:
-    """A torch input as a JAX array where the operator's arrays are (copied there if
-    needed): on their device, or replicated over the mesh of a batched operator, whose
-    program then shards it."""
-    x = to_jax(t)
-    if not spec.placement:
-        return x
-    where = spec.placement[0]
-    if isinstance(where, NamedSharding) and len(where.device_set) > 1:
-        where = NamedSharding(where.mesh, PartitionSpec())
-    return _put(x, where)
+    """A torch input as a JAX array, on the tensor's device, or replicated over the mesh
+    of a batched operator, whose program then shards it."""
+    x, mesh = to_jax(t), _mesh(spec)
+    return x if mesh is None else _put(x, NamedSharding(mesh.mesh, PartitionSpec()))
 
 
 def _put(x: jax.Array, where) -> jax.Array:
@@ -178,7 +186,8 @@ class _Apply(torch.autograd.Function):
     def forward(ctx, spec, x, *params):
         ctx.spec, ctx.dtype, ctx.device = spec, x.dtype, x.device
         ctx.save_for_backward(*params)
-        return to_torch(_apply_rebuilt(spec, _jax_params(spec, params), _jax_input(spec, x)))
+        x = _jax_input(spec, x)
+        return to_torch(_apply_rebuilt(spec, _jax_params(spec, params, x), x))
 
     @staticmethod
     def backward(ctx, g):
@@ -194,7 +203,8 @@ class _Adjoint(torch.autograd.Function):
     def forward(ctx, spec, dtype, g, *params):
         ctx.spec = spec
         ctx.save_for_backward(*params)
-        out = to_torch(_apply_adjoint_rebuilt(spec, _jax_params(spec, params), _jax_input(spec, g)))
+        g = _jax_input(spec, g)
+        out = to_torch(_apply_adjoint_rebuilt(spec, _jax_params(spec, params, g), g))
         if out.is_complex() and not dtype.is_complex:
             out = out.real.contiguous()
         return out.to(dtype)
@@ -251,7 +261,7 @@ class _Jax(torch.autograd.Function):
     @staticmethod
     def forward(ctx, spec, orders, n, *tensors):
         args = tuple(_jax_input(spec, t) for t in tensors[:n])
-        params = tuple(_jax_params(spec, tensors[n:]))
+        params = tuple(_jax_params(spec, tensors[n:], args[0]))
         if orders:
             outputs, ctx.vjp = _run(spec, orders, args, params), None
         else:  # the first forward: one input, x

@@ -26,6 +26,10 @@ CASES = {
     "tiny3d": ((1,), (4, 4, 4), (2, 2, 2), (1, 1, 1), None),
     "small3d": ((1,), (15, 15, 15), (3, 3, 3), (1, 1, 1), CROSS),
     "medium3d": ((2, 2), (33, 43, 23), (7, 7, 5), (2, 2, 2), None),
+    # strides beyond the block (gaps), not dividing it, and trailing uncovered samples
+    "gaps2d": ((1,), (17, 13), (3, 2), (4, 5), None),
+    "gapsmasked2d": ((2,), (19, 16), (3, 3), (5, 4), PLUS),
+    "mixed3d": ((3,), (20, 18, 11), (8, 5, 3), (4, 3, 3), None),
 }
 
 

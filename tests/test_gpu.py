@@ -125,6 +125,28 @@ def test_cuda_autograd_through_an_operator():
     assert torch.autograd.gradcheck(call, (x, *params))
 
 
+def test_torch_linop_runs_where_the_input_is():
+    """An operator whose arrays are on the GPU, applied to a CPU and to a CUDA tensor: each
+    output, and the input's gradient, stays on its input's device, with the same values;
+    the parameters' gradients come back to the parameters (on the GPU)."""
+    torch, interop = _cuda_torch()
+    w, W = rand(3, (4,)), rand(4, (4, 3))
+    M = interop.torch_linop(jl.Diagonal(w, "N") @ jl.Dense(W, "N M", "M", "N"))
+    assert all(p.is_cuda for p in M.parameters())
+    x = torch.tensor(np.asarray(rand(5, (3,))))
+    outputs = []
+    for device in ("cpu", "cuda"):
+        xd = x.to(device).requires_grad_(True)
+        y = M(xd)
+        assert y.device.type == device
+        y.abs().square().sum().backward()
+        assert xd.grad is not None and xd.grad.device.type == device
+        assert all(p.grad is not None and p.grad.is_cuda for p in M.parameters())
+        outputs.append((y.detach().cpu(), xd.grad.cpu()))
+    for got, want in zip(*outputs):
+        torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-12)
+
+
 def test_cuda_solve_gradients_equal_the_cpu_ones():
     """`torch_solve` on CUDA tensors: the solution stays there, and its gradients w.r.t.
     the data, the matrix and the weight equal those computed on the CPU."""

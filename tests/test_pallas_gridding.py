@@ -205,8 +205,6 @@ def test_vmap_and_jit():
         assert_close(out[k], ref_grid(vals[k], starts, stacked[k], sizes), np.float32)
 
 
-# jax >= 0.12 deprecates Pallas' Triton backend (these kernels use it; Mosaic GPU replaces it)
-@pytest.mark.filterwarnings("ignore:The Pallas Triton backend is deprecated:DeprecationWarning")
 def test_lowers_for_cuda():
     """Both kernels lower to a Triton custom call for CUDA without a GPU (the kernel is
     traced to Triton IR here, which checks the power-of-two block shapes; compiling the
