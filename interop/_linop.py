@@ -3,11 +3,12 @@ r"""`torch_linop(A)`: a jaxlinops operator as a `torch.nn.Module`, with autograd
 The module's parameters are the operator's floating-point arrays (coil maps, weights,
 NUFFT points), so a torch optimizer can train them; the arrays it was built from are
 copied, not aliased. `forward` takes and returns torch tensors and runs one jit-compiled
-JAX program per shape and dtype. It runs where the input tensor is, as a torch module
-would: the parameters are copied to the input's device when they live elsewhere (a CPU
-tensor on a GPU machine is computed on the CPU, a CUDA tensor on its GPU), and the output
-is on that device. A batched operator runs on its mesh instead, the input replicated over
-it. Gradients return to the devices of the input and the parameters.
+JAX program per shape and dtype. The output is on the input tensor's device, as with a
+torch module. An operator runs there too: its parameters are copied to the input's device
+when they live elsewhere (a CPU tensor on a GPU machine is computed on the CPU, a CUDA
+tensor on its GPU). A batched operator runs on its mesh instead, the input replicated over
+it, and its output comes back. Gradients return to the devices of the input and the
+parameters.
 
 Gradients follow PyTorch's convention. For $y = A_p x$ and an output gradient $g$:
 
@@ -130,12 +131,10 @@ class TorchLinop(torch.nn.Module):
 
 
 def _mesh(spec: _OperatorSpec) -> NamedSharding | None:
-    """The sharding of a batched operator's first array when it spans several devices
-    (the operator then runs on that mesh), else None."""
+    """The sharding of a batched operator's first array, placed on its mesh (the
+    operator runs there, one device or several), else None."""
     where = spec.placement[0] if spec.placement else None
-    if isinstance(where, NamedSharding) and len(where.device_set) > 1:
-        return where
-    return None
+    return where if isinstance(where, NamedSharding) else None
 
 
 def _jax_params(spec: _OperatorSpec, params, x: jax.Array | None = None) -> list[jax.Array]:
@@ -186,8 +185,8 @@ class _Apply(torch.autograd.Function):
     def forward(ctx, spec, x, *params):
         ctx.spec, ctx.dtype, ctx.device = spec, x.dtype, x.device
         ctx.save_for_backward(*params)
-        x = _jax_input(spec, x)
-        return to_torch(_apply_rebuilt(spec, _jax_params(spec, params, x), x))
+        v = _jax_input(spec, x)
+        return to_torch(_apply_rebuilt(spec, _jax_params(spec, params, v), v)).to(x.device)
 
     @staticmethod
     def backward(ctx, g):
@@ -203,8 +202,8 @@ class _Adjoint(torch.autograd.Function):
     def forward(ctx, spec, dtype, g, *params):
         ctx.spec = spec
         ctx.save_for_backward(*params)
-        g = _jax_input(spec, g)
-        out = to_torch(_apply_adjoint_rebuilt(spec, _jax_params(spec, params, g), g))
+        v = _jax_input(spec, g)
+        out = to_torch(_apply_adjoint_rebuilt(spec, _jax_params(spec, params, v), v)).to(g.device)
         if out.is_complex() and not dtype.is_complex:
             out = out.real.contiguous()
         return out.to(dtype)
@@ -270,7 +269,7 @@ class _Jax(torch.autograd.Function):
             outputs = (y,)
         ctx.spec, ctx.orders, ctx.n = spec, orders, n
         ctx.save_for_backward(*tensors)
-        return tuple(to_torch(a) for a in outputs)
+        return tuple(to_torch(a).to(tensors[0].device) for a in outputs)
 
     @staticmethod
     def backward(ctx, *grads):

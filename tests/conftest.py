@@ -40,6 +40,14 @@ def getkey():
 
 
 @pytest.fixture
+def on_cpu():
+    """JAX arrays made without a device go to the CPU, also on a GPU machine: operators
+    built from numpy arrays live where the torch tests' CPU tensors are."""
+    with jax.default_device(jax.devices("cpu")[0]):
+        yield
+
+
+@pytest.fixture
 def jax_nufft_backend(monkeypatch):
     """NUFFTs built without a backend use the pure-JAX pipeline (tests that check that
     pipeline itself; `auto` picks finufft where it is installed)."""

@@ -125,24 +125,29 @@ def test_cuda_autograd_through_an_operator():
     assert torch.autograd.gradcheck(call, (x, *params))
 
 
-def test_torch_linop_runs_where_the_input_is():
-    """An operator whose arrays are on the GPU, applied to a CPU and to a CUDA tensor: each
-    output, and the input's gradient, stays on its input's device, with the same values;
-    the parameters' gradients come back to the parameters (on the GPU)."""
+@pytest.mark.parametrize("batched", [False, True], ids=["operator", "batched"])
+def test_torch_linop_returns_to_the_input_device(batched):
+    """An operator whose arrays are on the GPU (or batched over the one-GPU mesh), applied
+    to a CPU and to a CUDA tensor: each output, and the input's gradient, is on its input's
+    device, with the same values; the parameters' gradients come back to the parameters
+    (on the GPU)."""
     torch, interop = _cuda_torch()
-    w, W = rand(3, (4,)), rand(4, (4, 3))
-    M = interop.torch_linop(jl.Diagonal(w, "N") @ jl.Dense(W, "N M", "M", "N"))
+    maps, w = rand(3, (2, 4, 3)), rand(4, (2, 4, 3))
+    A = jl.Diagonal(w, "C N M") @ jl.Dense(maps, "C N M", "N M", "C N M")
+    if batched:
+        A = jl.create_batched_linop(A, jl.BatchSpec({"C": 1}, device_matrix=jax.devices()))
+    M = interop.torch_linop(A)
     assert all(p.is_cuda for p in M.parameters())
-    x = torch.tensor(np.asarray(rand(5, (3,))))
     outputs = []
     for device in ("cpu", "cuda"):
-        xd = x.to(device).requires_grad_(True)
-        y = M(xd)
+        x = torch.tensor(np.asarray(rand(5, (4, 3))), device=device, requires_grad=True)
+        y = M(x)
         assert y.device.type == device
         y.abs().square().sum().backward()
-        assert xd.grad is not None and xd.grad.device.type == device
+        assert x.grad is not None and x.grad.device.type == device
         assert all(p.grad is not None and p.grad.is_cuda for p in M.parameters())
-        outputs.append((y.detach().cpu(), xd.grad.cpu()))
+        outputs.append((y.detach().cpu(), x.grad.cpu()))
+        M.zero_grad()
     for got, want in zip(*outputs):
         torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-12)
 

@@ -16,6 +16,7 @@ import jaxlinops as jl
 
 torch = pytest.importorskip("torch")
 interop = pytest.importorskip("interop")
+pytestmark = pytest.mark.usefixtures("on_cpu")  # CPU tensors and operators, on any machine
 
 
 def assert_close(got, want, eps=np.finfo(np.float64).eps):
@@ -213,7 +214,7 @@ def test_batched_operator():
     meta-gradient through one unrolled step, against the torch reference. Its parameters
     are the tiles' arrays, stacked: maps (3, 1, 4, 5) and mask (1, 4, 5)."""
     A, maps, mask = sense()
-    spec = jl.BatchSpec({"C": 1}, device_matrix=jax.devices()[:3])
+    spec = jl.BatchSpec({"C": 1}, device_matrix=jax.devices("cpu")[:3])
     M = interop.torch_linop(jl.create_batched_linop(A, spec))
     x = tensor(9, (4, 5), requires_grad=True)
     y = M(x)

@@ -27,6 +27,7 @@ import jaxlinops as jl
 
 torch = pytest.importorskip("torch")
 interop = pytest.importorskip("interop")
+pytestmark = pytest.mark.usefixtures("on_cpu")  # CPU tensors and operators, on any machine
 
 TIGHT: dict[str, Any] = dict(max_num_iters=200, gtol=1e-13)
 GRADCHECK = dict(eps=1e-6, atol=1e-5, rtol=1e-3)
