@@ -141,16 +141,30 @@ def _jax_params(spec: _OperatorSpec, params, x: jax.Array | None = None) -> list
     """The parameters as JAX arrays: on the device of the input `x` (copied there when
     they are elsewhere), or, for a batched operator or without `x`, where the operator's
     arrays were (e.g. sharded over its mesh)."""
-    if x is None or _mesh(spec) is not None:
+    if x is None:
         return [_put(to_jax(p), where) for p, where in zip(params, spec.placement)]
+    if _mesh(spec) is not None:
+        return [_on_mesh(p, where) for p, where in zip(params, spec.placement)]
     return [_put(to_jax(p), x.sharding) for p in params]
 
 
 def _jax_input(spec: _OperatorSpec, t: torch.Tensor) -> jax.Array:
     """A torch input as a JAX array, on the tensor's device, or replicated over the mesh
     of a batched operator, whose program then shards it."""
-    x, mesh = to_jax(t), _mesh(spec)
-    return x if mesh is None else _put(x, NamedSharding(mesh.mesh, PartitionSpec()))
+    mesh = _mesh(spec)
+    return to_jax(t) if mesh is None else _on_mesh(t, NamedSharding(mesh.mesh, PartitionSpec()))
+
+
+def _on_mesh(t: torch.Tensor, where: jax.sharding.Sharding) -> jax.Array:
+    """A tensor placed for a batched operator's program; a CUDA tensor is copied into a
+    buffer of JAX's own. Given torch's CUDA buffer directly, the program on a one-GPU mesh
+    failed on its second call ('Failed to set memcpy D2D node params:
+    CUDA_ERROR_INVALID_VALUE'; H200, jax 0.11.2, torch 2.11), after a first call on a
+    buffer of JAX's."""
+    x = to_jax(t)
+    if t.is_cuda:
+        return jax.device_put(x, where, may_alias=False)
+    return _put(x, where)
 
 
 def _put(x: jax.Array, where) -> jax.Array:
