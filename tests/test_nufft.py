@@ -124,8 +124,8 @@ def test_eps_is_met_by_every_backend(eps, backend):
 
 @pytest.mark.parametrize("platform", ["gpu", "cpu"])
 def test_auto_backend_on_a_gpu_is_jax(monkeypatch, platform):
-    """`"auto"` never picks the Pallas kernels (opt-in: reverse-mode only, and not faster
-    where measured); on a CPU it is finufft where jax-finufft is installed."""
+    """`"auto"` never picks the Pallas kernels (opt-in: their derivatives are reverse-mode
+    only); on a CPU it is finufft where jax-finufft is installed."""
     monkeypatch.setattr(jax, "default_backend", lambda: platform)
     A = jl.NUFFT(random_locs(4, (8, 8), 10), (8, 8), "K", backend="auto")
     cpu_choice = "finufft" if F._finufft.finufft_available() else "jax"
