@@ -114,7 +114,54 @@ def test_shape_matches_torchlinops():
     assert jl.Identity("NM").shape.N.oshape == ("N", "M")
 
 
+def test_named_shape_adjoint_and_normal_match_torchlinops():
+    """`NamedShape.adjoint()`/`.normal()` (and `.H`/`.N`) as torchlinops computes them,
+    other shapes kept, a subclass kept; `NS`/`ND` at the top level as in torchlinops."""
+    _, tl = torch_libs()
+    assert jl.NS is jl.NamedShape and jl.ND is jl.NamedDimension
+    assert tl.NS.__name__ == jl.NS.__name__ and tl.ND.__name__ == jl.ND.__name__
+
+    def dims(shape):
+        return tuple(map(str, shape))
+
+    cases = [(("C", "Nx", "Ny"), ("C", "K")), (("N", "M"), ("N", "M")), (("A",), ("B", "A"))]
+    for ishape, oshape in cases:
+        extra = {"kshape": ("Kx", "Ky")}
+        mine, theirs = NS(ishape, oshape, **extra), tl.nameddim.NamedShape(ishape, oshape, **extra)
+        for got, want in ((mine.adjoint(), theirs.adjoint()), (mine.normal(), theirs.normal()),
+                          (mine.H, theirs.H), (mine.N, theirs.N)):  # fmt: skip
+            assert (dims(got.ishape), dims(got.oshape)) == (dims(want.ishape), dims(want.oshape))
+            assert dims(got.other_shapes["kshape"]) == ("Kx", "Ky")
+
+    class Tagged(NS):
+        pass
+
+    assert type(Tagged(("A",), ("B",)).adjoint()) is Tagged
+    A = jl.Dense(crand(0, (3, 4)), "MN", "N", "M")
+    assert A.H.shape == A.shape.adjoint() and A.N.shape == A.shape.normal()
+
+
 # --------------------------------------------------------------- split and adj_split
+def test_split_called_as_a_static_method_on_an_instance():
+    """torchlinops' `split`/`adj_split` are static: `A.split(A, tile)` splits A, and
+    `A.split(B, tile)` splits B, as torchlinops does; other argument counts are refused."""
+    torch, tl = torch_libs()
+    (ja, ta, _), (jb, tb, _) = dense_pair(0, (6, 4)), dense_pair(1, (6, 4))
+    tile = {"M": slice(1, 4), "N": slice(0, 2)}
+    x, v = crand(2, 2), crand(3, 3)  # sized as the tile's N and M
+    for mine, theirs, u in ((ja, ta, x), (ja + jb, ta + tb, x), (jl.Chain(ja.H, ja), ta @ ta.H, v)):
+        got = mine.split(mine, tile)
+        close(got(u), theirs.split(theirs, tile)(torch.tensor(u)).numpy())
+    close(ja.split(jb, tile)(x), jb.split(tile)(x))
+    close(
+        ja.adj_split(ja, tile).H(crand(3, 3)), ta.adj_split(ta, tile).H(torch.tensor(crand(3, 3)))
+    )
+    with pytest.raises(TypeError, match=r"`Dense.split` takes a tile.*got 3 arguments"):
+        ja.split(ja, tile, tile)
+    with pytest.raises(TypeError, match=r"`Dense.adj_split` takes a tile.*the first a dict"):
+        ja.adj_split(tile, tile)
+
+
 def test_split_with_named_dimension_keys_matches_torchlinops():
     torch, tl = torch_libs()
     w, v = crand(0, (3, 4)), crand(1, 4)

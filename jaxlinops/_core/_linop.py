@@ -87,12 +87,27 @@ def _takes_tiles(impl: Callable) -> Callable:
     calls back."""
 
     @functools.wraps(impl)
-    def split(linop, tile):
+    def split(linop, tile, *rest):
+        if rest:  # torchlinops' static call on an instance, `A.split(B, tile)`: B's tile
+            op, tile = _static_call("split", linop, tile, rest)
+            return op.split(tile)
         if not isinstance(tile, algebra().tile_type):
             return algebra().split(linop, tile)
         return impl(linop, tile)
 
     return split
+
+
+def _static_call(method: str, linop, op, rest: tuple) -> "tuple[NamedLinop, object]":
+    """The operator and tile of torchlinops' static `split`/`adj_split` called on an
+    instance, `A.split(B, tile)` (`op` = B, `rest` = `(tile,)`)."""
+    if len(rest) != 1 or not isinstance(op, NamedLinop):
+        raise TypeError(
+            f"`{linop.name}.{method}` takes a tile, `A.{method}(tile)`, or an operator and a "
+            f"tile, `A.{method}(A, tile)`; got {1 + len(rest)} arguments, the first a "
+            f"{type(op).__name__}."
+        )
+    return op, rest[0]
 
 
 class NamedLinop(eqx.Module, metaclass=_LinopMeta):
@@ -200,7 +215,8 @@ class NamedLinop(eqx.Module, metaclass=_LinopMeta):
     def split(linop, tile: Mapping[str, slice]) -> "NamedLinop":
         """The tile $Q_t A P_t^T$ for `tile = {dim: slice}`, as `jaxlinops.split(A, tile)`.
 
-        Called as torchlinops does, `NamedLinop.split(A, tile)` or `A.split(tile)`, with
+        Called as torchlinops does, `NamedLinop.split(A, tile)`, `A.split(A, tile)` or
+        `A.split(tile)`, with
         dim names or `NamedDimension`s as keys, the tile is checked as `jaxlinops.split`
         checks it (a dim `A` lacks is refused) and dispatched to the operator's own
         `split`. Operators override this method (named `split(self, tile)` or a static
@@ -211,10 +227,13 @@ class NamedLinop(eqx.Module, metaclass=_LinopMeta):
         """
         return algebra().split(linop, tile)
 
-    def adj_split(linop, tile: Mapping[str, slice]) -> "NamedLinop":
+    def adj_split(linop, tile: Mapping[str, slice], *rest) -> "NamedLinop":
         """torchlinops' `adj_split`: the adjoint of the tile of the adjoint,
         `split(A.H, tile).H`, which is the tile `split(A, tile)` (a tile names dims, not
-        sides)."""
+        sides). Called as torchlinops does, `A.adj_split(A, tile)` or `A.adj_split(tile)`."""
+        if rest:
+            op, tile = _static_call("adj_split", linop, tile, rest)
+            return op.adj_split(tile)
         return NamedLinop.split(linop.adjoint(), tile).adjoint()
 
     @staticmethod

@@ -117,15 +117,29 @@ class NamedShape(NamedDimCollection):
         )
 
     @property
+    def other_shapes(self) -> dict[str, object]:
+        """The shapes besides `ishape` and `oshape` (keyword arguments of the constructor)."""
+        return {k: v for k, v in self.shapes.items() if k not in ("ishape", "oshape")}
+
+    def adjoint(self) -> NamedShape:
+        """`oshape -> ishape`, the other shapes kept (torchlinops' `NamedShape.adjoint`;
+        a subclass keeps its type)."""
+        return type(self)(self.oshape, self.ishape, **self.other_shapes)
+
+    def normal(self) -> NamedShape:
+        """The shape of $A^H A$: `ishape -> ishape'`, each input dim that is not also an
+        output dim renamed to its next unused index; the other shapes kept."""
+        ishape = _dims(self.ishape)
+        renamed = tuple(d if d in _dims(self.oshape) else next_unused(d, ishape) for d in ishape)
+        return type(self)(ishape, renamed, **self.other_shapes)
+
+    @property
     def H(self) -> NamedShape:
-        return NamedShape(self.oshape, self.ishape)
+        return self.adjoint()
 
     @property
     def N(self) -> NamedShape:
-        ishape = self.ishape
-        return NamedShape(
-            ishape, tuple(d if d in self.oshape else next_unused(d, ishape) for d in ishape)
-        )
+        return self.normal()
 
     def __add__(self, other: NamedShape) -> NamedShape:
         return NamedShape(
