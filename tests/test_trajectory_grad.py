@@ -176,11 +176,25 @@ def test_nufft_locs_jvp_equals_the_gradient():
 
 
 def test_pallas_has_reverse_mode_only():
-    """The Pallas kernels are `custom_vjp`s: forward mode is refused (by JAX), reverse mode
-    works (the tests above)."""
-    locs, x = random_locs(7), rand(8, GRID)
-    with pytest.raises(TypeError, match="forward-mode"):
-        jax.jvp(lambda p: nufft(p, "pallas")(x), (locs,), (locs,))
+    """The Pallas kernels are `custom_vjp`s: reverse mode works (the tests above); forward
+    mode through the operator (forward, adjoint, under `jit`) and through the functional
+    NUFFT is refused with an error naming the backend. Forward mode of a function that
+    jits the operator inside it meets JAX's own error first."""
+    locs, x, y = random_locs(7), rand(8, GRID), rand(9, (POINTS,))
+    named = r"forward-mode differentiation .* backend='pallas'.* backend='jax'"
+    for fn in (lambda p: nufft(p, "pallas")(x), lambda p: nufft(p, "pallas").H(y)):
+        with pytest.raises(TypeError, match=r"`NUFFT.*\(x\)`: " + named):
+            jax.jvp(fn, (locs,), (locs,))
+        with pytest.raises(TypeError, match=named):
+            jax.jit(jax.jacfwd(fn))(locs)
+    plan = jl.functional.nufft_plan(np.asarray(locs), GRID, backend="pallas")
+    with pytest.raises(TypeError, match=r"`nufft`: " + named):
+        jax.jvp(lambda v: jl.functional.nufft(v, plan), (x,), (x,))
+    with pytest.raises(TypeError, match=r"`nufft_adjoint`: " + named):
+        jax.jvp(lambda v: jl.functional.nufft_adjoint(v, plan), (y,), (y,))
+    with pytest.raises(TypeError, match="can't apply forward-mode autodiff"):
+        jax.jvp(jax.jit(lambda p: nufft(p, "pallas")(x)), (locs,), (locs,))
+    jax.jvp(lambda p: nufft(p, "jax")(x), (locs,), (locs,))  # the JAX path has forward mode
 
 
 @pytest.mark.skipif(not finufft_available(), reason="jax-finufft missing")

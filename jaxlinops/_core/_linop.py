@@ -27,6 +27,7 @@ from jax.typing import ArrayLike
 
 from .._arrays import as_array, check_dtype, check_rank, dim_sizes
 from .._dims import Dims, fmt, substitute, unique
+from .._reverse_mode import forward_mode_error
 from ..nameddim import NamedShape
 from ._coupling import Coupling, OffGrid, Tiling
 
@@ -98,7 +99,7 @@ def _takes_tiles(impl: Callable) -> Callable:
     return split
 
 
-def _static_call(method: str, linop, op, rest: tuple) -> "tuple[NamedLinop, object]":
+def _static_call(method: str, linop, op, rest: tuple) -> "tuple[NamedLinop, Mapping[str, slice]]":
     """The operator and tile of torchlinops' static `split`/`adj_split` called on an
     instance, `A.split(B, tile)` (`op` = B, `rest` = `(tile,)`)."""
     if len(rest) != 1 or not isinstance(op, NamedLinop):
@@ -145,7 +146,13 @@ class NamedLinop(eqx.Module, metaclass=_LinopMeta):
         x = as_array(x, f"`{self.name}(x)`")
         check_dtype(f"`{self.name}(x)`", x)
         check_input(self, self.ishape, x)
-        return self.apply(x)
+        try:
+            return self.apply(x)
+        except TypeError as error:
+            named = forward_mode_error(f"`{self.name}(x)`", self, error)
+            if named is None:
+                raise
+            raise named from error
 
     # ----------------------------------------------------------------- derived operators
     @property

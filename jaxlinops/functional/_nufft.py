@@ -18,6 +18,7 @@ from jaxtyping import Float
 
 from .. import config
 from .._arrays import as_array, as_sizes, has_nonfinite, promote, right_align
+from .._reverse_mode import forward_mode_error
 from ._accuracy import settings_for_eps, tabulated_error
 from ._fft import centered_fftn
 from ._finufft import (
@@ -161,7 +162,7 @@ def nufft(
         grid = x.shape[max(x.ndim - ndim, 0) :]
         plan = make_plan("nufft", locs, grid, oversamp, width, "interpolate", None)
     _check_trailing("nufft", x, plan.locs.shape[: plan.frames] + plan.grid_size)
-    return nufft_unchecked(x, plan)
+    return _forward_mode_named("nufft", nufft_unchecked, x, plan)
 
 
 def nufft_adjoint(
@@ -192,7 +193,19 @@ def nufft_adjoint(
     else:
         plan = make_plan("nufft_adjoint", locs, grid_size, oversamp, width, "interpolate", None)
     _check_trailing("nufft_adjoint", x, plan.locs.shape[:-1])
-    return nufft_adjoint_unchecked(x, plan)
+    return _forward_mode_named("nufft_adjoint", nufft_adjoint_unchecked, x, plan)
+
+
+def _forward_mode_named(name: str, fn: Callable, x: jax.Array, plan: NUFFTPlan) -> jax.Array:
+    """`fn(x, plan)`, with JAX's refusal of forward mode through the Pallas kernels raised
+    again naming the backend (`_reverse_mode.forward_mode_error`)."""
+    try:
+        return fn(x, plan)
+    except TypeError as error:
+        named = forward_mode_error(f"`{name}`", plan, error)
+        if named is None:
+            raise
+        raise named from error
 
 
 def _given_plan(name: str, plan: NUFFTPlan, oversamp: float, width: float) -> NUFFTPlan:

@@ -8,6 +8,7 @@ it in every shape of the collection (`jaxlinops._dims.substitute`).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from .._dims import ELLIPSIS, as_dims, is_wildcard, next_unused, shapes_match, substitute
 from ._nameddim import NamedDimension as ND
@@ -117,7 +118,7 @@ class NamedShape(NamedDimCollection):
         )
 
     @property
-    def other_shapes(self) -> dict[str, object]:
+    def other_shapes(self) -> dict[str, Any]:
         """The shapes besides `ishape` and `oshape` (keyword arguments of the constructor)."""
         return {k: v for k, v in self.shapes.items() if k not in ("ishape", "oshape")}
 
