@@ -166,6 +166,8 @@ REFUSED_SPLITS = {
     "crop": "Nx Ny Nx1 Ny1",
     "crop_normal": "Nx Ny Nx1 Ny1 Nx2 Ny2",
     "fft_adjoint": "Kx Ky Nx Ny",
+    "fft_conv_2d": "X Y U V",
+    "fft_conv_real_kernel": "Nx Nx1",
     "fft_backward": "N K",
     "fft_batched": "Nx Ny Kx Ky",
     "fft_forward_centered": "Nx Ny Kx Ky",

@@ -224,3 +224,52 @@ def test_circular_kernel_larger_than_grid():
             A.H(x)
     with pytest.raises(ValueError, match=match.format(r"Convolution\.N")):
         A.N(x)
+
+
+# --------------------------------------------------------------- FFTConvolution
+@pytest.mark.parametrize("kshape, grid", [((5,), (16,)), ((3, 2), (4, 5)), ((3, 3, 2), (4, 5, 3))])
+def test_fft_convolution_matches_dense_matrix(kshape, grid):
+    """Forward, adjoint and normal against the circular convolution's matrix, entry by
+    entry; the normal is the |h^|^2 multiplier, not a chain."""
+    h = crandn(*kshape)
+    M = dense(h, grid, circular=True)
+    A = jl.FFTConvolution(h, "B", in_grid_shape=("x", "y", "z")[: len(grid)])
+    x, y = crandn(2, *grid), crandn(2, *grid)
+    flat = (2, -1)
+    assert_close(A(x).reshape(flat), (M @ x.reshape(flat).T).T, jnp.complex128)
+    assert_close(A.H(y).reshape(flat), (M.conj().T @ y.reshape(flat).T).T, jnp.complex128)
+    want = (M.conj().T @ M @ x.reshape(flat).T).T
+    assert_close(A.N(x).reshape(flat), want, jnp.complex128)
+    assert A.N.name == "Convolution.N"
+    C = jl.Convolution(h, "B", A.in_grid_shape, padding_mode="circular")
+    assert (A.N.ishape, A.N.oshape) == (C.N.ishape, C.N.oshape)
+    jl.testing.assert_adjoint(A, jnp.asarray(x), jnp.asarray(y))
+
+
+@pytest.mark.parametrize("dtype", [jnp.float32, jnp.float64, jnp.complex64])
+def test_fft_convolution_keeps_real_data_real_and_any_grid(dtype):
+    """Real kernel and input give a real output of their dtype; the grid size comes from
+    the input (two sizes, one operator); a kernel larger than the grid is refused."""
+    h = sample((3, 3), dtype)
+    A = jl.FFTConvolution(h)
+    assert A.size("Nx") is None and A.ishape == ("...", "Nx", "Ny")
+    for grid in ((5, 4), (8, 8)):
+        x = sample((2, *grid), dtype)
+        got = A(x)
+        assert got.dtype == dtype
+        assert_close(got, np_conv(x, h, circular=True), dtype)
+    with pytest.raises(ValueError, match=r"`FFTConvolution`: with circular padding the kernel"):
+        A(sample((2, 2), dtype))
+    with pytest.raises(ValueError, match=r"`FFTConvolution\(kernel=...\)` must have 1 to 3"):
+        jl.FFTConvolution(np.ones((2, 2, 2, 2)))
+
+
+def test_fft_convolution_matches_torchlinops():
+    torch = pytest.importorskip("torch")
+    conv = pytest.importorskip("torchlinops.linops.convolution")
+    h, x = crandn(3, 2), crandn(2, 6, 5)
+    shapes = dict(batch_shape=("B",), in_grid_shape=("x", "y"), out_grid_shape=("u", "v"))
+    A, T = jl.FFTConvolution(h, **shapes), conv.FFTConvolution(torch.tensor(h), **shapes)
+    assert A.ishape == tuple(map(str, T.ishape)) and A.oshape == tuple(map(str, T.oshape))
+    for mine, theirs in ((A, T), (A.H, T.H), (A.N, T.N)):
+        assert_close(mine(x), theirs(torch.tensor(x)).numpy(), jnp.complex128)

@@ -25,6 +25,7 @@ from ._dense import Dense as Dense
 from ._device import DeviceSpec as DeviceSpec, ToDevice as ToDevice
 from ._einops import Rearrange as Rearrange, Repeat as Repeat, SumReduce as SumReduce
 from ._fft import FFT as FFT
+from ._fft_conv import FFTConvolution as FFTConvolution
 from ._interp import Interpolate as Interpolate
 from ._nufft import NUFFT as NUFFT
 from ._nufft_utils import (

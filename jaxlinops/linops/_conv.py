@@ -76,7 +76,7 @@ class Convolution(NamedLinop):
         self.wrap_kernel = bool(wrap_kernel)
 
     def __check_init__(self):
-        _check_kernel(self.kernel, self.in_grid_shape, self.out_grid_shape)
+        check_kernel(self.name, self.kernel, self.in_grid_shape, self.out_grid_shape)
         if self.padding_mode not in _PADDING_MODES:
             raise ValueError(
                 f"`Convolution(padding_mode=...)` must be one of {_PADDING_MODES}; got "
@@ -189,17 +189,7 @@ class CirculantNormal(NamedLinop):
         return Tiling(batch=self.batch_shape)
 
     def apply(self, x: jax.Array) -> jax.Array:
-        if not self.wrap_kernel:
-            check_fits(self.name, self.kernel.shape, x.shape)
-        x, h = promote_inexact(self.name, x, odd_kernel(self.kernel))
-        ndim = h.ndim
-        axes = tuple(range(x.ndim - ndim, x.ndim))
-        hf = jnp.fft.fftn(wrapped(h, x.shape[x.ndim - ndim :]))
-        power = jnp.real(hf * jnp.conj(hf))
-        xf = jnp.fft.fftn(x, axes=axes)
-        power, xf = promote(right_align(power, x.ndim), xf)
-        out = jnp.fft.ifftn(power * xf, axes=axes)
-        return out if jnp.iscomplexobj(x) else jnp.real(out)
+        return fourier_multiply(self.name, x, self.kernel, "normal", self.wrap_kernel)
 
     def apply_adjoint(self, y: jax.Array) -> jax.Array:
         return self.apply(y)
@@ -210,15 +200,41 @@ class CirculantNormal(NamedLinop):
         )
 
 
-def _check_kernel(kernel: jax.Array, in_grid: Dims, out_grid: Dims) -> None:
+def fourier_multiply(
+    name: str, x: jax.Array, kernel: jax.Array, transfer: str, wrap_kernel: bool = False
+) -> jax.Array:
+    r"""$\mathcal{F}^{-1}\big(t(\hat h)\, \mathcal{F} x\big)$ over the trailing
+    `kernel.ndim` axes of `x`, $\hat h$ the DFT of the odd-padded kernel wrapped onto that
+    grid with its centre at index 0, and $t$ the identity (`"forward"`, the circular
+    convolution), the conjugate (`"adjoint"`) or $|\cdot|^2$ (`"normal"`). Real `x` and
+    `kernel` give a real result. A kernel larger than the grid is refused unless
+    `wrap_kernel`."""
+    if not wrap_kernel:
+        check_fits(name, kernel.shape, x.shape)
+    x, h = promote_inexact(name, x, odd_kernel(kernel))
+    ndim = h.ndim
+    axes = tuple(range(x.ndim - ndim, x.ndim))
+    hf = jnp.fft.fftn(wrapped(h, x.shape[x.ndim - ndim :]))
+    if transfer == "adjoint":
+        hf = jnp.conj(hf)
+    elif transfer == "normal":
+        hf = jnp.real(hf * jnp.conj(hf))
+    xf = jnp.fft.fftn(x, axes=axes)
+    hf, xf = promote(right_align(hf, x.ndim), xf)
+    out = jnp.fft.ifftn(hf * xf, axes=axes)
+    return out if jnp.iscomplexobj(x) else jnp.real(out)
+
+
+def check_kernel(name: str, kernel: jax.Array, in_grid: Dims, out_grid: Dims) -> None:
+    """Refuse a kernel without 1 to 3 axes, or grid dims that do not match its axes."""
     if not 1 <= kernel.ndim <= 3:
         raise ValueError(
-            f"`Convolution(kernel=...)` must have 1 to 3 axes (one per grid dim); got a "
+            f"`{name}(kernel=...)` must have 1 to 3 axes (one per grid dim); got a "
             f"kernel of shape {tuple(kernel.shape)}."
         )
     if len(in_grid) != kernel.ndim or len(out_grid) != kernel.ndim:
         raise ValueError(
-            f"`Convolution`: in_grid_shape and out_grid_shape need one dim per kernel axis "
+            f"`{name}`: in_grid_shape and out_grid_shape need one dim per kernel axis "
             f"({kernel.ndim}); got {fmt(in_grid)} and {fmt(out_grid)}."
         )
 

@@ -1,4 +1,4 @@
-"""Factories for Convolution, SimpleLinop and ToDevice."""
+"""Factories for Convolution, FFTConvolution, SimpleLinop and ToDevice."""
 
 import jax
 import jax.numpy as jnp
@@ -51,6 +51,18 @@ def make_conv_normal_conv_operator(getkey, dtype):
 def make_conv_normal_fft_operator(getkey, dtype):
     kernel = rand(getkey(), (3, 2), real_dtype(dtype))
     return jl.Convolution(kernel, padding_mode="circular", normal_mode="fft").N, (2, 5, 4)
+
+
+@operator_factory
+def make_fft_conv_2d(getkey, dtype):
+    # an even kernel axis (padded to odd), named grid and output dims
+    kernel = rand(getkey(), (2, 3), dtype)
+    return jl.FFTConvolution(kernel, "C", "XY", "UV"), (2, 4, 5)
+
+
+@operator_factory
+def make_fft_conv_real_kernel(getkey, dtype):
+    return jl.FFTConvolution(rand(getkey(), (3,), real_dtype(dtype))), (2, 6)
 
 
 @operator_factory

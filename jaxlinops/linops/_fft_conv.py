@@ -1,0 +1,72 @@
+"""`FFTConvolution`: torchlinops' circular convolution, computed by FFTs over the grid."""
+
+from __future__ import annotations
+
+import jax
+
+from .._arrays import as_array
+from .._core import NamedLinop, Tiling, dims_field, normal_renaming
+from .._default_dims import GRID_DIMS
+from .._dims import Dims, DimsLike, as_dims, next_unused, substitute
+from ._conv import CirculantNormal, check_kernel, fourier_multiply
+
+
+class FFTConvolution(NamedLinop):
+    r"""The circular convolution $y = \mathcal{F}^{-1}\big(\hat h\, \mathcal{F} x\big)$ over
+    the grid dims, $\hat h$ the DFT of the kernel wrapped onto the input's grid with its
+    centre $k // 2$ at index 0: the map of `Convolution(kernel, ...,
+    padding_mode="circular")`, $y[n] = \sum_j h[j]\, x[(n - j + c) \bmod N]$, for any grid
+    at least as large as the kernel (the size is read from the input).
+
+    Dims: `batch_shape + in_grid_shape -> batch_shape + out_grid_shape`. The adjoint
+    multiplies by $\overline{\hat h}$, the normal by $|\hat h|^2$ (`CirculantNormal`). A
+    real kernel and a real input give a real output.
+    """
+
+    kernel: jax.Array
+    batch_shape: Dims = dims_field()
+    in_grid_shape: Dims = dims_field()
+    out_grid_shape: Dims = dims_field()
+
+    def __init__(
+        self,
+        kernel,
+        batch_shape: DimsLike = None,
+        in_grid_shape: DimsLike = None,
+        out_grid_shape: DimsLike = None,
+    ):
+        """**Arguments** (torchlinops' names and order): `kernel` (1 to 3 axes, one per
+        grid dim; an even size is padded to odd with a trailing zero), `batch_shape`
+        (default `"..."`), `in_grid_shape` (default `Nx[, Ny[, Nz]]`) and `out_grid_shape`
+        (default: the input grid dims renamed, `Nx1[, Ny1[, Nz1]]`)."""
+        self.kernel = as_array(kernel, "`FFTConvolution(kernel=...)`")
+        self.batch_shape = as_dims(batch_shape, "...")
+        self.in_grid_shape = as_dims(in_grid_shape, GRID_DIMS[: self.kernel.ndim])
+        default_out = tuple(next_unused(d, self.in_grid_shape) for d in self.in_grid_shape)
+        self.out_grid_shape = as_dims(out_grid_shape, default_out)
+
+    def __check_init__(self):
+        check_kernel(self.name, self.kernel, self.in_grid_shape, self.out_grid_shape)
+
+    @property
+    def ishape(self) -> Dims:
+        return self.batch_shape + self.in_grid_shape
+
+    @property
+    def oshape(self) -> Dims:
+        return self.batch_shape + self.out_grid_shape
+
+    def tiling(self) -> Tiling:
+        return Tiling(batch=self.batch_shape)
+
+    def apply(self, x: jax.Array) -> jax.Array:
+        return fourier_multiply(self.name, x, self.kernel, "forward")
+
+    def apply_adjoint(self, y: jax.Array) -> jax.Array:
+        return fourier_multiply(self.name, y, self.kernel, "adjoint")
+
+    def _normal(self, inner: NamedLinop | None) -> NamedLinop | None:
+        if inner is not None:
+            return None
+        out_grid = substitute(self.in_grid_shape, normal_renaming(self))
+        return CirculantNormal(self.kernel, self.batch_shape, self.in_grid_shape, out_grid, False)
