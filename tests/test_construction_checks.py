@@ -200,3 +200,33 @@ def test_exact_operators_keep_integer_data():
     assert jl.Pad((5, 6), (3, 4))(x).dtype == np.int8
     np.testing.assert_array_equal(jl.ArrayToBlocks((3, 4), (2, 2))(x)[0, 0], x[:2, :2])
     np.testing.assert_array_equal(jl.Truncate(0, 3, 2, "N A", "M A")(x), x[:2])
+
+
+# ------------------------------------------------------------------ sizes when composed
+def test_composition_checks_the_sizes_at_each_link():
+    """`A @ B` refuses a dim whose size `B` outputs differs from the size `A` expects (a
+    32² NUFFT after 64² coil maps), naming the dim, both sizes and both operators, at the
+    `@` and not at the first call; matching sizes compose."""
+    maps = np.ones((2, 64, 64), np.complex64)
+    S = jl.Dense(maps, "C Nx Ny", "Nx Ny", "C Nx Ny")
+    locs = np.random.default_rng(0).uniform(-5, 5, (10, 2)).astype(np.float32)
+    match = r"dim 'Nx' has size 64 in the output of operator 0 \(Dense\) but size 32 in the input"
+    with pytest.raises(ValueError, match=match):
+        jl.NUFFT(locs, (32, 32), "K", batch_shape="C", backend="jax") @ S
+    with pytest.raises(ValueError, match=r"dim 'Nx1' has size 6 .* \(Pad\) but size 5"):
+        jl.Pad((8, 8), (5, 5), "Nx1 Ny1", "Nx2 Ny2") @ jl.Pad((6, 6), (4, 4))
+    A = jl.NUFFT(locs, (64, 64), "K", batch_shape="C", backend="jax") @ S
+    assert A(np.ones((64, 64), np.complex64)).shape == (2, 10)
+
+
+@pytest.mark.parametrize("build", [lambda P: P.N, lambda P: P.H @ P, lambda P: P.N.N])
+def test_sizeless_normals_keep_the_operators_sizes(build):
+    """`Pad.N` (and `P.H @ P`, which folds to it) is an identity that still checks the
+    image size, as `Pad` and torchlinops' `Pad.N` do; right-sized images pass unchanged."""
+    N = build(jl.Pad((6, 6), (4, 4)))
+    x = rand(0, (4, 4))
+    assert_close(N(x), x, C128)
+    with pytest.raises(ValueError, match=r"expected dim 'Nx' of size 4 in its input"):
+        N(rand(1, (5, 5)))
+    with pytest.raises(ValueError, match=r"of size 4"):
+        N.H(rand(2, (5, 5)))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import jax
 
-from .._dims import Dims, fmt, next_unused, resolve, shapes_match
+from .._dims import Dims, fmt, is_wildcard, next_unused, resolve, shapes_match
 from ._containers import Container, as_linops, call_adjoint, consistent_size
 from ._linop import NamedLinop, adjoint_label, all_dims, check_label, relabel
 
@@ -99,4 +99,14 @@ def _link(left: NamedLinop, right: NamedLinop, i: int) -> tuple[NamedLinop, Name
             f"operator {i + 1} ({right.name}) expects {fmt(right.ishape)}. In `A @ B`, "
             f"`A.ishape` must match `B.oshape`."
         )
+    for d in dict.fromkeys(left.oshape):
+        if is_wildcard(d):
+            continue
+        out, into = left.size(d), right.size(d)
+        if out is not None and into is not None and out != into:
+            raise ValueError(
+                f"`Chain`: dim {d!r} has size {out} in the output of operator {i} "
+                f"({left.name}) but size {into} in the input of operator {i + 1} "
+                f"({right.name}). In `A @ B`, the sizes of `B.oshape` must be those `A` expects."
+            )
     return left, right

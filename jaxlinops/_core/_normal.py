@@ -11,7 +11,17 @@ import jax.numpy as jnp
 
 from .. import config
 from .._arrays import promote
-from .._dims import ELLIPSIS, Dims, as_dims, fmt, is_suffix, next_unused, resolve, substitute
+from .._dims import (
+    ELLIPSIS,
+    Dims,
+    as_dims,
+    fmt,
+    is_suffix,
+    is_wildcard,
+    next_unused,
+    resolve,
+    substitute,
+)
 from ._chain import Chain
 from ._diagonal import Diagonal
 from ._identity import Identity
@@ -50,14 +60,24 @@ def with_oshape(op: NamedLinop, oshape: Dims) -> NamedLinop:
     """`op` followed by an identity renaming its output dims to `oshape` (if needed)."""
     if op.oshape == oshape:
         return op
-    if isinstance(op, Identity):
-        return Identity(op.ishape, oshape)
+    if isinstance(op, Identity):  # its sizes follow the renaming
+        known = dict(op.sizes)
+        sizes = {d: known[d] for d in op.ishape if d in known}
+        sizes |= {new: known[old] for old, new in zip(op.oshape, oshape) if old in known}
+        return Identity(op.ishape, oshape, sizes)
     return Chain(*op.flatten(), Identity(op.oshape, oshape))
 
 
 def identity_normal(op: NamedLinop) -> NamedLinop:
-    """$A^H A = I$, with the normal's dims: for operators with orthonormal columns."""
-    return Identity(op.ishape, normal_oshape(op))
+    """$A^H A = I$, with the normal's dims: for operators with orthonormal columns. The
+    sizes `op` fixes on its input stay checked, on both sides of the renaming."""
+    oshape = normal_oshape(op)
+    sizes = {}
+    for d, renamed in zip(op.ishape, oshape):
+        n = None if is_wildcard(d) else op.size(d)
+        if n is not None:
+            sizes[d] = sizes[renamed] = n
+    return Identity(op.ishape, oshape, sizes)
 
 
 def default_normal(op: NamedLinop, inner: NamedLinop | None = None) -> NamedLinop:
