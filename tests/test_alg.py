@@ -326,6 +326,11 @@ def test_power_method_and_svd_propagate_non_finite_start_vectors():
     v0[1] = np.inf
     _, lam = jax.jit(lambda v: alg.power_method(lambda u: 2.0 * u, v))(v0)
     assert np.isnan(lam)
+    # a zero start has no direction: NaN as in torchlinops, never the eigenvalue 0; in a
+    # batch, only its own entry
+    v, lam = alg.power_method(lambda u: 2.0 * u, np.stack([np.zeros(6), np.ones(6)]), dim=1)
+    assert np.isnan(lam[0]) and np.isnan(v[0]).all()
+    np.testing.assert_allclose(lam[1], 2.0, rtol=1e-12)
     A = jl.Dense(np.asarray(rand(SEED, (5, 6))), "M N", "N", "M")
     U, S, Vh = jax.jit(lambda A, x: alg.singular_value_decomposition(A, x, 2))(A, v0 + 0j)
     assert np.isnan(S).all()

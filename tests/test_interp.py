@@ -311,3 +311,14 @@ def test_functional_zero_padding_rejects_points_outside_the_grid():
         F.interpolate(np.ones((6, 5)), outside, pad_mode="zero")
     with pytest.raises(ValueError, match=r"`interpolate_adjoint`: with pad_mode='zero'"):
         F.interpolate_adjoint(np.ones(1), outside, (6, 5), pad_mode="zero")
+
+
+def test_empty_batch_gives_empty_outputs():
+    """An empty batch dim: the forward, the adjoint and the normal return empty arrays of
+    the right shape, eager and under `jit` (the adjoint's scatter once divided by it)."""
+    locs = np.random.default_rng(0).uniform(0, 7, (5, 2))
+    A = jl.Interpolate(locs, (8, 8), batch_shape="C", width=3.0)
+    x, y = jnp.zeros((0, 8, 8), jnp.complex128), jnp.zeros((0, 5), jnp.complex128)
+    for apply, v, shape in ((A, x, (0, 5)), (A.H, y, (0, 8, 8)), (A.N, x, (0, 8, 8))):
+        assert apply(v).shape == shape
+        assert jax.jit(lambda op, u: op(u))(apply, v).shape == shape

@@ -145,8 +145,9 @@ def power_method(
     `return_info` (return a `PowerMethodResult` with the eigenvalue history).
 
     Returns `(v, λ)`: the vector(s), of unit norm when `eps` is 0, and the eigenvalue
-    magnitude(s), one per batch entry (a scalar without a batch). A zero `v_init` returns
-    zeros; NaN or Inf in `v_init` or in `A`'s output give NaN.
+    magnitude(s), one per batch entry (a scalar without a batch). A zero `v_init` (with
+    `eps` 0) gives NaN, as in torchlinops: it has no direction to iterate; so do NaN or
+    Inf in `v_init` or in `A`'s output.
 
     **Derivatives** (`jax.grad`, `jax.jvp`) w.r.t. the arrays inside `A`: λ has its
     Hellmann–Feynman derivative $d|\mu| = \mathrm{Re}(\bar\mu\, v^H dA\, v) / |\mu|$
@@ -208,7 +209,8 @@ def _power(A, v, axes, settings: _Settings, tracker: Tracker | None) -> PowerMet
         # the first step only sets λ
         return (s.k < settings.max_iters) & ((s.k < 2) | (s.change >= settings.tol))
 
-    v = _normalise(v, scaled_norm(v, axes), settings.eps)
+    # a zero start (with eps 0) has no direction: 0 / 0 = NaN, as in torchlinops
+    v = v / (scaled_norm(v, axes) + jnp.asarray(settings.eps, jnp.real(v).dtype)).astype(v.dtype)
     lam = jnp.zeros(norm(v, axes).shape, jnp.real(v).dtype)
     history = jnp.full((settings.max_iters, *jnp.squeeze(lam, axes).shape), jnp.nan, lam.dtype)
     start = _PowerState(jnp.zeros((), jnp.int32), v, lam, jnp.zeros((), lam.dtype), history)

@@ -209,7 +209,9 @@ def _outer(
 
 
 def _chunk_size(batch: int, sizes: tuple[int, ...]) -> int:
-    return max(1, _CHUNK // (batch * math.prod(sizes)))
+    """Points per chunk of the scatter: `_CHUNK` window entries over the batch (an empty
+    batch scatters nothing, in one chunk)."""
+    return max(1, _CHUNK // max(1, batch * math.prod(sizes)))
 
 
 def _chunks(arrays, size: int):
