@@ -11,6 +11,7 @@ from .._arrays import as_size, batch_shape_of, dim_sizes
 from .._dims import ELLIPSIS, Dims, DimsLike, as_dims, fmt
 from ._coupling import Coupling, Tiling
 from ._linop import NamedLinop, dims_field
+from ._masks import split_arrays
 from ._tiles import tile_length
 
 
@@ -67,8 +68,13 @@ class Identity(NamedLinop):
         return Tiling(batch=tuple(d for d in self.ishape if d in self.oshape))
 
     def split(self, tile) -> NamedLinop:
+        """The tile as the tiling declares it (`split_arrays`), its sizes those of the
+        tile."""
+        out = split_arrays(Identity(self.ishape, self.oshape), tile, (), self.tiling().batch)
+        if not self.sizes or not isinstance(out, Identity):
+            return out
         sizes = {d: tile_length(tile, d, n) for d, n in self.sizes}
-        return Identity(self.ishape, self.oshape, sizes)
+        return Identity(out.ishape, out.oshape, sizes)
 
     def apply(self, x: jax.Array) -> jax.Array:
         return x
