@@ -17,7 +17,15 @@ LAYERS = [
         "dims",
         ["jaxlinops._dims", "jaxlinops._default_dims", "jaxlinops.config", "jaxlinops.nameddim"],
     ),
-    ("arrays", ["jaxlinops._arrays", "jaxlinops._pattern", "jaxlinops._progress"]),
+    (
+        "arrays",
+        [
+            "jaxlinops._arrays",
+            "jaxlinops._pattern",
+            "jaxlinops._progress",
+            "jaxlinops._reverse_mode",
+        ],
+    ),
     ("functional kernels", ["jaxlinops.functional"]),
     ("core: base class and algebra", ["jaxlinops._core"]),
     ("operators", ["jaxlinops.linops"]),
