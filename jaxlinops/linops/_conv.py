@@ -67,10 +67,8 @@ class Convolution(NamedLinop):
           autocorrelation kernel of `normal_mode="conv"` uses this.
         """
         self.kernel = as_array(kernel, "`Convolution(kernel=...)`")
-        self.batch_shape = as_dims(batch_shape, "...")
-        self.in_grid_shape = as_dims(in_grid_shape, GRID_DIMS[: self.kernel.ndim])
-        default_out = tuple(next_unused(d, self.in_grid_shape) for d in self.in_grid_shape)
-        self.out_grid_shape = as_dims(out_grid_shape, default_out)
+        dims = conv_dims(self.kernel, batch_shape, in_grid_shape, out_grid_shape)
+        self.batch_shape, self.in_grid_shape, self.out_grid_shape = dims
         self.padding_mode = padding_mode
         self.normal_mode = normal_mode
         self.wrap_kernel = bool(wrap_kernel)
@@ -223,6 +221,16 @@ def fourier_multiply(
     hf, xf = promote(right_align(hf, x.ndim), xf)
     out = jnp.fft.ifftn(hf * xf, axes=axes)
     return out if jnp.iscomplexobj(x) else jnp.real(out)
+
+
+def conv_dims(
+    kernel: jax.Array, batch_shape: DimsLike, in_grid_shape: DimsLike, out_grid_shape: DimsLike
+) -> tuple[Dims, Dims, Dims]:
+    """A convolution's `(batch_shape, in_grid_shape, out_grid_shape)` with their defaults:
+    `"..."`, `Nx[, Ny[, Nz]]` (one per kernel axis) and the input grid dims renamed."""
+    in_grid = as_dims(in_grid_shape, GRID_DIMS[: kernel.ndim])
+    default_out = tuple(next_unused(d, in_grid) for d in in_grid)
+    return as_dims(batch_shape, "..."), in_grid, as_dims(out_grid_shape, default_out)
 
 
 def check_kernel(name: str, kernel: jax.Array, in_grid: Dims, out_grid: Dims) -> None:

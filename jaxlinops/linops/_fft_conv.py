@@ -6,9 +6,8 @@ import jax
 
 from .._arrays import as_array
 from .._core import NamedLinop, Tiling, dims_field, normal_renaming
-from .._default_dims import GRID_DIMS
-from .._dims import Dims, DimsLike, as_dims, next_unused, substitute
-from ._conv import CirculantNormal, check_kernel, fourier_multiply
+from .._dims import Dims, DimsLike, substitute
+from ._conv import CirculantNormal, check_kernel, conv_dims, fourier_multiply
 
 
 class FFTConvolution(NamedLinop):
@@ -40,10 +39,8 @@ class FFTConvolution(NamedLinop):
         (default `"..."`), `in_grid_shape` (default `Nx[, Ny[, Nz]]`) and `out_grid_shape`
         (default: the input grid dims renamed, `Nx1[, Ny1[, Nz1]]`)."""
         self.kernel = as_array(kernel, "`FFTConvolution(kernel=...)`")
-        self.batch_shape = as_dims(batch_shape, "...")
-        self.in_grid_shape = as_dims(in_grid_shape, GRID_DIMS[: self.kernel.ndim])
-        default_out = tuple(next_unused(d, self.in_grid_shape) for d in self.in_grid_shape)
-        self.out_grid_shape = as_dims(out_grid_shape, default_out)
+        dims = conv_dims(self.kernel, batch_shape, in_grid_shape, out_grid_shape)
+        self.batch_shape, self.in_grid_shape, self.out_grid_shape = dims
 
     def __check_init__(self):
         check_kernel(self.name, self.kernel, self.in_grid_shape, self.out_grid_shape)
