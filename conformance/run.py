@@ -108,7 +108,8 @@ def run(mode: str, work: Path, workers: int, pytest_args: list[str]) -> dict[str
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "plugin", "-p", "no:cacheprovider"]
     cmd += ["-m", "not slow and not benchmark and not gpu", "--rootdir", str(work)]
     cmd += ["-n", str(workers)] if workers > 1 else []
-    subprocess.run([*cmd, "tests", *pytest_args], cwd=work, env=env, check=False)
+    paths = [] if any(a.startswith("tests/") for a in pytest_args) else ["tests"]
+    subprocess.run([*cmd, *paths, *pytest_args], cwd=work, env=env, check=False)
     return json.loads(report.read_text())
 
 

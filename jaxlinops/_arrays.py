@@ -141,8 +141,8 @@ def check_rank(name: str, shape: Dims, x: jax.Array, role: str = "input") -> Non
     if not ok:
         expected = f"at least {core}" if ELLIPSIS in shape else f"exactly {core}"
         raise ValueError(
-            f"`{name}` expected an {role} with dims {fmt(shape)} ({expected} axes); got an "
-            f"array of shape {tuple(x.shape)}."
+            f"`{name}` received incompatible {role} of shape {tuple(x.shape)}: expected dims "
+            f"{fmt(shape)} ({expected} axes)."
         )
 
 

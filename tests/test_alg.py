@@ -420,7 +420,7 @@ def test_bad_input():
         ValueError, match=r"`A` must map its input shape to itself; it maps \(4,\) to \(3,\)"
     ):
         cg(A, rand(1, (4,)))
-    with pytest.raises(ValueError, match=r"`Dense` expected dim 'N' of size 4"):
+    with pytest.raises(ValueError, match=r"`Dense` expected dim N with size 4"):
         cg(A.N, rand(1, (5,)))
     with pytest.raises(ValueError, match=r"max_num_iters=...\)` expects sizes of at least 1"):
         cg(A.N, rand(1, (4,)), max_num_iters=0)

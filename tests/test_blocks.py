@@ -195,7 +195,7 @@ def test_array_to_blocks_operator_defaults_and_sizes():
     np.testing.assert_array_equal(A(x), ref_unfold(x, (3, 2), (2, 2)))
     y = np.asarray(rand(1, (2, 3, 3, 3, 2), np.complex64))
     assert_close(A.H(y), ref_fold(y, (7, 6), (3, 2), (2, 2)), np.complex64)
-    with pytest.raises(ValueError, match="expected dim 'Ny' of size 6"):
+    with pytest.raises(ValueError, match="expected dim Ny with size 6"):
         A(np.zeros((7, 5), np.float32))
 
 

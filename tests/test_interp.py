@@ -292,7 +292,7 @@ def test_operator_nan_locs_and_input_size():
     with pytest.raises(ValueError, match="`Interpolate`: locs contain NaN or Inf"):
         jl.Interpolate(np.array([[np.nan]]), (6,))
     A = jl.Interpolate(LOCS, (6, 5))
-    with pytest.raises(ValueError, match="expected dim 'Nx' of size 6"):
+    with pytest.raises(ValueError, match="expected dim Nx with size 6"):
         A(np.ones((5, 5)))
 
 

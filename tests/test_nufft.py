@@ -273,7 +273,7 @@ def test_functional_errors():
         F.nufft_adjoint(jnp.zeros((2,)), plan)
     with pytest.raises(ValueError, match="`nufft_plan`: unknown mode"):
         F.nufft_plan(np.zeros((3, 2)), (8, 8), mode="x")
-    with pytest.raises(ValueError, match="`NUFFT` expected dim 'Nx' of size 8"):
+    with pytest.raises(ValueError, match="`NUFFT` expected dim Nx with size 8"):
         jl.NUFFT(np.zeros((3, 2)), (8, 8), "K")(jnp.zeros((7, 8)))
 
 

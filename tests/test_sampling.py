@@ -134,7 +134,7 @@ def test_sampling_sizes_and_locs():
         None,
     )
     np.testing.assert_array_equal(A.locs, np.stack(IDX, -1))
-    with pytest.raises(ValueError, match="expected dim 'Ny' of size 5"):
+    with pytest.raises(ValueError, match="expected dim Ny with size 5"):
         A(randn(3, 4, 6))
 
 

@@ -52,7 +52,7 @@ def test_user_operator_gets_adjoint_normal_and_composition(data):
     assert A.N.ishape == ("...", "N") and A.N.oshape == ("...", "N")
     B = jl.Diagonal(w, "...N") @ A
     assert_close(B(x), w[None] * jnp.cumsum(w[None] * x, axis=-1), jnp.complex128)
-    with pytest.raises(ValueError, match="expected dim 'N' of size 5"):
+    with pytest.raises(ValueError, match="expected dim N with size 5"):
         A(jnp.ones(4))
 
 

@@ -154,6 +154,14 @@ class NamedLinop(eqx.Module, metaclass=_LinopMeta):
                 raise
             raise named from error
 
+    def check_input_shape(self, x, broadcast: bool = True) -> None:
+        """torchlinops' input check, without applying: a ValueError when `x` cannot be laid
+        out by `ishape` or a dim's size differs from the operator's. With `broadcast`, a
+        dim of size 1 in the operator accepts any size; calling the operator does not."""
+        check_input(
+            self, self.ishape, as_array(x, f"`{self.name}.check_input_shape(x)`"), broadcast
+        )
+
     # ----------------------------------------------------------------- derived operators
     @property
     def H(self) -> "NamedLinop":
@@ -430,14 +438,15 @@ def algebra() -> Algebra:
     return _ALGEBRA[0]
 
 
-def check_input(op: NamedLinop, shape: Dims, x: jax.Array) -> None:
-    """Raise a ValueError naming `op` when `x` does not fit `shape` or a known size."""
+def check_input(op: NamedLinop, shape: Dims, x: jax.Array, broadcast: bool = False) -> None:
+    """Raise a ValueError naming `op` when `x` does not fit `shape` or a known size. With
+    `broadcast`, a dim of size 1 in the operator accepts any size (torchlinops' rule)."""
     check_rank(op.name, shape, x)
     for d, n in dim_sizes(shape, x.shape).items():
         expected = op.size(d)
-        if expected is not None and expected != n:
+        if expected is not None and expected != n and not (broadcast and expected == 1):
             raise ValueError(
-                f"`{op.name}` expected dim {d!r} of size {expected} in its input "
+                f"`{op.name}` expected dim {d} with size {expected} in its input "
                 f"{fmt(shape)}; got an array of shape {tuple(x.shape)}."
             )
 

@@ -116,19 +116,19 @@ CASES = [
         "core-apply-wrong-rank",
         lambda: _dense()(np.ones((2, 4))),
         ValueError,
-        r"`Dense` expected an input with dims \(N\)",
+        r"`Dense` received incompatible input of shape .*: expected dims \(N\)",
     ),
     Raises(
         "core-apply-wrong-size",
         lambda: _dense()(np.ones(5)),
         ValueError,
-        r"expected dim 'N' of size 4",
+        r"expected dim N with size 4",
     ),
     Raises(
         "core-adjoint-wrong-size",
         lambda: _dense().H(np.ones(4)),
         ValueError,
-        r"expected dim 'M' of size 3",
+        r"expected dim M with size 3",
     ),
     # containers
     Raises(

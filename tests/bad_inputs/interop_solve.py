@@ -56,7 +56,7 @@ if importlib.util.find_spec("torch") is not None:
             ("x0-requires-grad", lambda: solve(normal, y(), W(), 0.5, x0=W()[0]), ValueError,
              r"`interop.torch_solve`: `x0` is a constant of the solve.*requires grad"),
             ("y-wrong-size", lambda: solve(normal, y(4), W(), 0.5), ValueError,
-             r"`Add` expected dim 'M' of size 3 in its input \(M\); got .* shape \(4,\)"),
+             r"`Add` expected dim M with size 3 in its input \(M\); got .* shape \(4,\)"),
             ("function-not-callable", lambda: interop.torch_function(3),  # pyright: ignore[reportArgumentType]
              TypeError,
              r"`interop.torch_function` expects a callable; got int"),

@@ -48,19 +48,19 @@ CASES = [
         "per_frame_nufft_frames_disagree_with_x",
         lambda: nufft()(jnp.ones((2, 4, 6, 6), jnp.complex128)),
         ValueError,
-        r"`NUFFT` expected dim 'T' of size 3",
+        r"`NUFFT` expected dim T with size 3",
     ),
     Raises(
         "per_frame_nufft_adjoint_frames_disagree_with_y",
         lambda: nufft().H(jnp.ones((2, 2, 4), jnp.complex128)),
         ValueError,
-        r"`NUFFT.*` expected dim 'T' of size 3",
+        r"`NUFFT.*` expected dim T with size 3",
     ),
     Raises(
         "per_frame_interpolate_frames_disagree_with_x",
         lambda: interp()(jnp.ones((2, 1, 6, 6))),
         ValueError,
-        r"`Interpolate` expected dim 'T' of size 3",
+        r"`Interpolate` expected dim T with size 3",
     ),
     Raises(
         "per_frame_functional_nufft_frames_disagree",

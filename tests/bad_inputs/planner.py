@@ -84,7 +84,7 @@ CASES = [
         "planner_x_wrong_size",
         lambda: plan(x=jnp.ones(5, jnp.complex64)),
         ValueError,
-        r"`plan_batches\(x=\.\.\.\)`.*'N' of size 3.*\(5,\)",
+        r"`plan_batches\(x=\.\.\.\)`.*dim N with size 3.*\(5,\)",
     ),
     Raises(
         "planner_input_sizes_unknown",
