@@ -9,7 +9,9 @@ stored in this repository. Each file is translated (`translate`) and run by pyte
 `conformance/plugin.py`:
 
 - `jax`: `torchlinops` -> `jaxlinops` wherever the name appears, and `torch` -> the
-  `torch_jax` module (torch's own functions, with JAX arrays for tensors);
+  `torch_jax` module (torch's own functions, with JAX arrays for tensors); the private
+  modules `torchlinops.nameddim._nameddim` (`_namedshape`, `_shapes`, `_matching`) are
+  `jaxlinops.nameddim`;
 - `torch`: `torchlinops` -> `interop.torchlinops` (torch tensors throughout);
 - `torchlinops`: no translation, torchlinops itself (the reference count).
 
@@ -44,9 +46,14 @@ _TORCH_IMPORTS = (
     (r"^(\s*)import torch\.(\w+) as (\w+)\s*$", r"\1import torch_jax.\2 as \3"),
     (r"^(\s*)from torch(\.\w+)? import ", r"\1from torch_jax\2 import "),
 )
+# torchlinops' private modules of `nameddim`, imported by its tests, are its public module
+# here: jaxlinops lays out its private modules differently.
+_PRIVATE = (
+    (r"\btorchlinops\.nameddim\._(nameddim|namedshape|shapes|matching)\b", "torchlinops.nameddim"),
+)
 REWRITES = {
-    "jax": ((r"\btorchlinops\b", "jaxlinops"), *_TORCH_IMPORTS),
-    "torch": ((r"\btorchlinops\b", "interop.torchlinops"),),
+    "jax": (*_PRIVATE, (r"\btorchlinops\b", "jaxlinops"), *_TORCH_IMPORTS),
+    "torch": (*_PRIVATE, (r"\btorchlinops\b", "interop.torchlinops")),
     "torchlinops": (),
 }
 

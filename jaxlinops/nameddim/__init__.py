@@ -33,6 +33,7 @@ from ._shapes import (
     N2K as N2K,
     fake_dims as fake_dims,
     get_nd_shape as get_nd_shape,
+    is_spatial_dim as is_spatial_dim,
     partition as partition,
 )
 
@@ -57,6 +58,7 @@ __all__ = [
     "fake_dims",
     "get_nd_shape",
     "is_any",
+    "is_spatial_dim",
     "iscompatible",
     "isequal",
     "max_shape",

@@ -19,27 +19,28 @@ Shape = Sequence[ND | str]
 class NamedDimCollection:
     """Named shapes over one pool of dims: `c = NamedDimCollection(a=("A", "B"),
     b=("B", "C"))`; `c.a == ("A", "B")`; `c.a = ("D", "E")` renames `A -> D` and `B -> E`
-    in every shape, so `c.b == ("E", "C")`. A shape is a tuple of dims or a single dim.
+    in every shape, so `c.b == ("E", "C")`. A shape is a tuple of dims, a single dim, or a
+    mapping keyed by dims (`{"A": 3}`: renames apply to its keys).
 
     Setting a shape of the same length renames position by position (a wildcard on either
     side changes only this shape); a `"..."` in the old shape takes up the extra dims of
-    the new one. Any other update raises a ValueError, as does one renaming a dim to two
-    names.
+    the new one, and a `"..."` in the new shape stands for the old dims it replaces. Any
+    other update raises a ValueError, as does one renaming a dim to two names.
     """
 
-    _shapes: dict[str, tuple[ND, ...] | ND]  # set in `__init__` (past `__setattr__`)
+    _shapes: dict[str, Any]  # set in `__init__` (past `__setattr__`)
 
     def __init__(self, **shapes: object):
         object.__setattr__(self, "_shapes", {})
         for key, value in shapes.items():
-            self._shapes[key] = _as_shape(type(self).__name__, key, value)
+            self._add(key, value)
 
     @property
-    def shapes(self) -> dict[str, tuple[ND, ...] | ND]:
+    def shapes(self) -> dict[str, Any]:
         """`{name: shape}`."""
         return dict(self._shapes)
 
-    def __getattr__(self, key: str) -> tuple[ND, ...] | ND:
+    def __getattr__(self, key: str) -> Any:
         shapes = self.__dict__.get("_shapes", {})
         if key in shapes:
             return shapes[key]
@@ -49,9 +50,9 @@ class NamedDimCollection:
         if key in self._shapes:
             self._update(key, value)
         else:
-            self._shapes[key] = _as_shape(type(self).__name__, key, value)
+            self._add(key, value)
 
-    def __getitem__(self, key: str) -> tuple[ND, ...] | ND:
+    def __getitem__(self, key: str) -> Any:
         return self._shapes[key]
 
     def __setitem__(self, key: str, value: object) -> None:
@@ -65,31 +66,40 @@ class NamedDimCollection:
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self._shapes})"
 
+    def _add(self, key: str, value: object) -> None:
+        """A new shape `key` (torchlinops' `_add`); a ValueError if it exists."""
+        if key in self._shapes:
+            raise ValueError(
+                f"`{type(self).__name__}`: shape {key!r} is already in index "
+                f"({self._shapes[key]}); set it to rename its dims."
+            )
+        self._shapes[key] = _as_shape(type(self).__name__, key, value)
+
     def _update(self, key: str, value: object) -> None:
         old, new = self._shapes[key], _as_shape(type(self).__name__, key, value)
+        if isinstance(old, dict) or isinstance(new, dict):
+            self._shapes[key] = new  # a mapping is replaced whole
+            return
         if isinstance(old, ND) or isinstance(new, ND):
             if not (isinstance(old, ND) and isinstance(new, ND)):
-                raise TypeError(f"`{key}`: a single dim is updated with a single dim; got {new}.")
+                raise TypeError(
+                    f"`{key}`: a single dim is updated with a single dim; got the "
+                    f"non-singleton {new}."
+                )
             old, new = (old,), (new,)
-        pairs = _align(key, old, new)
         renames: dict[str, str] = {}
-        local: list[ND | tuple[ND, ...]] = []
-        for o, n in pairs:
+        for o, n in _align(key, old, new):
             if isinstance(n, ND) and not is_wildcard(o) and not is_wildcard(n):
                 if renames.setdefault(o, n) != n:
                     raise ValueError(
-                        f"`{key}`: dim {o} would be renamed to both {renames[o]} and {n} "
-                        f"(update {old} -> {new})."
+                        f"`{key}`: inconsistent mapping: dim {o} would be renamed to both "
+                        f"{renames[o]} and {n} (update {old} -> {new})."
                     )
-            local.append(n)
-        flat = tuple(d for n in local for d in (n if isinstance(n, tuple) else (n,)))
         for name, shape in self._shapes.items():
             if name == key:
-                self._shapes[name] = flat if isinstance(self._shapes[name], tuple) else flat[0]
-            elif isinstance(shape, ND):
-                self._shapes[name] = ND.infer(renames.get(shape, shape))
+                self._shapes[name] = new if isinstance(shape, tuple) else new[0]
             else:
-                self._shapes[name] = ND.infer(substitute(shape, renames))
+                self._shapes[name] = _renamed(shape, renames)
 
 
 class NamedShape(NamedDimCollection):
@@ -147,6 +157,12 @@ class NamedShape(NamedDimCollection):
             _dims(self.ishape) + _dims(other.ishape), _dims(self.oshape) + _dims(other.oshape)
         )
 
+    def __radd__(self, other: object) -> NamedShape:
+        """`None + shape` is `shape` (the start of a sum of shapes)."""
+        if other is None:
+            return self
+        return NotImplemented
+
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, NamedShape):
             return NotImplemented
@@ -160,17 +176,29 @@ class NamedShape(NamedDimCollection):
         return f"{self.ishape} -> {self.oshape}"
 
 
-def _as_shape(owner: str, key: str, value: object) -> tuple[ND, ...] | ND:
-    """A tuple of dims (or one dim: a str) as NamedDimensions, checked by `as_dims`."""
+def _as_shape(owner: str, key: str, value: object) -> Any:
+    """A shape as stored: a tuple of NamedDimensions (adjacent `"..."` coalesced; checked
+    by `as_dims`), one NamedDimension (a str), or a dict keyed by NamedDimensions."""
     if isinstance(value, str):
         return ND.infer(as_dims((value,))[0])
     if isinstance(value, Mapping):
-        raise TypeError(f"`{owner}.{key}`: mappings of dims are not supported; got {value!r}.")
+        return {ND.infer(as_dims((k,))[0]): v for k, v in value.items()}
     if not isinstance(value, Iterable):
         raise TypeError(
             f"`{owner}.{key}`: expected a dim or a sequence of dims; got {type(value).__name__}."
         )
-    return tuple(ND.infer(d) for d in as_dims(tuple(value)))
+    items = list(value)
+    dims = [d for i, d in enumerate(items) if not (i and d == ELLIPSIS == items[i - 1])]
+    return tuple(ND.infer(d) for d in as_dims(tuple(dims)))
+
+
+def _renamed(shape: Any, renames: Mapping[str, str]) -> Any:
+    """`shape` (a tuple, a dim or a mapping keyed by dims) with `renames` applied."""
+    if isinstance(shape, dict):
+        return {ND.infer(renames.get(k, k)): v for k, v in shape.items()}
+    if isinstance(shape, ND):
+        return ND.infer(renames.get(shape, shape))
+    return ND.infer(substitute(shape, renames))
 
 
 def _dims(shape: tuple[ND, ...] | ND) -> tuple[ND, ...]:
@@ -178,18 +206,26 @@ def _dims(shape: tuple[ND, ...] | ND) -> tuple[ND, ...]:
     return shape if isinstance(shape, tuple) else (shape,)
 
 
-def _align(key: str, old: tuple, new: tuple) -> list[tuple[ND, ND | tuple[ND, ...]]]:
-    """Pair each dim of `old` with its replacement in `new`: position by position, a
-    `"..."` of `old` taking up the extra dims of `new`."""
+def _align(key: str, old: tuple, new: tuple) -> list[tuple[ND, object]]:
+    """Pair each dim of `old` with what replaces it in `new`: position by position, a
+    `"..."` of `old` taking up the extra dims of `new` (paired with their tuple), or a
+    `"..."` of `new` standing for the extra dims of `old` (each paired with it)."""
     if len(old) == len(new):
         return list(zip(old, new))
     if ELLIPSIS in old and len(new) >= len(old) - 1:
         k = old.index(ELLIPSIS)
         tail = len(old) - k - 1
-        middle = new[k : len(new) - tail]
         return [
             *zip(old[:k], new[:k]),
-            (old[k], middle),
+            (old[k], new[k : len(new) - tail]),
             *zip(old[k + 1 :], new[len(new) - tail :]),
+        ]
+    if ELLIPSIS in new and len(old) >= len(new) - 1:
+        k = new.index(ELLIPSIS)
+        tail = len(new) - k - 1
+        return [
+            *zip(old[:k], new[:k]),
+            *((o, new[k]) for o in old[k : len(old) - tail]),
+            *zip(old[len(old) - tail :], new[k + 1 :]),
         ]
     raise ValueError(f"`{key}`: the new shape {new} is not compatible with the old one {old}.")

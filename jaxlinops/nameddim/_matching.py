@@ -8,6 +8,8 @@ reported as index assignments.
 
 from __future__ import annotations
 
+import warnings
+
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -79,9 +81,10 @@ def iscompatible(shape1: Sequence, shape2: Sequence) -> tuple[bool, Assignments 
     [`isequal`][]'s assignment, `shape1` consumed whole:
     `iscompatible(("B", "..."), ("A", "..."))[0]` is True."""
     if isinstance(shape1, str) or isinstance(shape2, str):
-        raise TypeError(
-            f"`iscompatible`: shapes are sequences of dims, not strings; got {shape1!r}, "
-            f"{shape2!r} (use `Dim(...)` to parse a string)."
+        warnings.warn(
+            f"`iscompatible`: a string shape is read as one dim per character; got "
+            f"{shape1!r}, {shape2!r} (use `Dim(...)` to parse a string into dims).",
+            stacklevel=2,
         )
     return isequal(_lengths_only(shape1), _lengths_only(shape2), shape1_consume_all=True)
 
@@ -145,7 +148,7 @@ def max_shape(shapes: Sequence[Sequence]) -> tuple[ND, ...]:
     for shape in normalized[1:]:
         compatible, assignments = iscompatible(best, shape)
         if not compatible or assignments is None:
-            raise ValueError(f"`max_shape`: shape {best} is not compatible with {shape}.")
+            raise ValueError(f"`max_shape`: shapes {best} and {shape} are incompatible.")
         merged: list[ND] = []
         for i, old in enumerate(best):
             new = [shape[j] for j in sorted(assignments[i])]

@@ -41,9 +41,13 @@ def K2N(tup: Sequence[str]) -> tuple[ND, ...]:
     return _swap(tup, "K", "N")
 
 
+def is_spatial_dim(d: str) -> bool:
+    """Whether `d` is a spatial dim: its name holds x, y or z (`Nx`, `Ky`; not `B`)."""
+    return any(axis in ND.infer(d).name for axis in "xyz")
+
+
 def _swap(tup: Sequence[str], old: str, new: str) -> tuple[ND, ...]:
     out = []
     for d in ND.infer(tuple(tup)):
-        spatial = any(axis in d.name for axis in "xyz")
-        out.append(ND(d.name.replace(old, new), d.i) if spatial else d)
+        out.append(ND(d.name.replace(old, new), d.i) if is_spatial_dim(d) else d)
     return tuple(out)
