@@ -99,7 +99,7 @@ def inner_not_relevant(inner: object) -> bool:
 def _check(key: str, value: object) -> None:
     if key not in VALID_KEYS:
         raise ValueError(
-            f"`config.using`: unknown setting {key!r}; valid settings: {sorted(VALID_KEYS)}."
+            f"`config.using`: Invalid config key {key!r}; valid settings: {sorted(VALID_KEYS)}."
         )
     if key == "nufft_backend":
         ok = isinstance(value, str)

@@ -75,12 +75,20 @@ def test_rename_runs_the_operators_own_validation():
         (lambda A: 3 @ A, r"`x @ Dense` is not defined"),
         (lambda A: A + 1, r"`Dense \+ B` needs a NamedLinop"),
         (lambda A: A - 1, r"`Dense - B` needs a NamedLinop"),
+        (lambda A: 1 - A, r"`Dense - B` needs a NamedLinop"),
     ],
 )
 def test_misuse_of_the_algebra_is_a_type_error(expr, match):
     A = jl.Dense(W, "M N", "N", "M")
     with pytest.raises(TypeError, match=match):
         expr(A)
+
+
+def test_reflected_difference_is_other_minus_self():
+    A = jl.Dense(W, "M N", "N", "M")
+    B = jl.Dense(2 * W + 1, "M N", "N", "M")
+    x = RNG.standard_normal(W.shape[1])
+    np.testing.assert_allclose(B.__rsub__(A)(x), W @ x - (2 * W + 1) @ x, rtol=1e-12)
 
 
 def test_an_operator_that_forgets_its_shapes_cannot_be_built():

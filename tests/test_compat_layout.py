@@ -184,7 +184,7 @@ def test_config_flags_and_using():
         assert config.nufft_backend == "jax"
         raise RuntimeError
     assert config.nufft_backend == "auto"
-    with pytest.raises(ValueError, match=r"`config.using`: unknown setting 'verbose'"):
+    with pytest.raises(ValueError, match=r"`config.using`: Invalid config key 'verbose'"):
         config.using(verbose=True)
     with pytest.raises(TypeError, match=r"`config.using\(progress=...\)` expects a bool or None"):
         config.using(progress="yes")

@@ -39,8 +39,8 @@ class Chain(Container):
     def oshape(self) -> Dims:
         return self.linops[-1].oshape
 
-    def flatten(self) -> tuple[NamedLinop, ...]:
-        return self.linops
+    def flatten(self) -> list[NamedLinop]:
+        return list(self.linops)
 
     def apply(self, x: jax.Array) -> jax.Array:
         for op in self.linops:
@@ -95,8 +95,9 @@ def _link(left: NamedLinop, right: NamedLinop, i: int) -> tuple[NamedLinop, Name
             left = relabel(left, sub)
     if not shapes_match(left.oshape, right.ishape):
         raise ValueError(
-            f"`Chain`: operator {i} ({left.name}) outputs dims {fmt(left.oshape)} but "
-            f"operator {i + 1} ({right.name}) expects {fmt(right.ishape)}. In `A @ B`, "
+            f"`Chain`: Mismatched shapes: operator {i} ({left.name}) outputs dims "
+            f"{fmt(left.oshape)} but operator {i + 1} ({right.name}) expects "
+            f"{fmt(right.ishape)}. In `A @ B`, "
             f"`A.ishape` must match `B.oshape`."
         )
     for d in dict.fromkeys(left.oshape):

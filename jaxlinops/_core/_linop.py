@@ -271,9 +271,10 @@ class NamedLinop(eqx.Module, metaclass=_LinopMeta):
         protocol may define a cheaper one; `A.N` then applies it."""
         return linop.adj_fn(linop, linop.fn(linop, x))
 
-    def flatten(self) -> "tuple[NamedLinop, ...]":
-        """The operators this one contributes to a Chain (Chain returns its children)."""
-        return (self,)
+    def flatten(self) -> "list[NamedLinop]":
+        """The operators this one contributes to a Chain, as a list (torchlinops'
+        `flatten`; a Chain returns its children)."""
+        return [self]
 
     # ----------------------------------------------------------------- shape helpers
     @property
@@ -337,6 +338,11 @@ class NamedLinop(eqx.Module, metaclass=_LinopMeta):
     def __sub__(self, other: "NamedLinop") -> "NamedLinop":
         _check_addend(self, other, "-")
         return self + (-other)
+
+    def __rsub__(self, other: "NamedLinop") -> "NamedLinop":
+        """`other - self` (`B.__rsub__(A)` is `A - B`)."""
+        _check_addend(self, other, "-")
+        return other + (-self)
 
     def __neg__(self) -> "NamedLinop":
         return -1 * self
