@@ -66,7 +66,8 @@ def _is_64bit(dtype: DTypeLike) -> bool:
 
 
 def as_array(value: object, what: str) -> jax.Array:
-    """Convert `value` to a JAX array, refusing a silent 64-bit -> 32-bit downcast.
+    """Convert `value` to a JAX array, refusing a silent 64-bit -> 32-bit downcast of an
+    array (a Python list of numbers, which declares no type, gets JAX's default types).
 
     `what` names the argument in error messages, e.g. "`Dense(weight=...)`".
     """
@@ -88,6 +89,8 @@ def as_array(value: object, what: str) -> jax.Array:
             f"{what} expects a numeric array, got {type(value).__name__} {value!r:.40} "
             f"(dtype {arr.dtype})."
         )
+    if isinstance(value, (list, tuple)):  # Python numbers: JAX's default types, as jnp.asarray
+        return jnp.asarray(value)
     # jax registers its flags at run time, so pyright cannot see `jax_enable_x64`
     if _is_64bit(arr.dtype) and not jax.config.jax_enable_x64:  # pyright: ignore[reportAttributeAccessIssue]
         raise ValueError(

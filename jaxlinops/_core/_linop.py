@@ -13,6 +13,7 @@ from the algebra's `function_base` instead of `NamedLinop` (see `_LinopMeta`).
 """
 
 import abc
+import copy
 import dataclasses
 import functools
 import numbers
@@ -183,9 +184,15 @@ class NamedLinop(eqx.Module, metaclass=_LinopMeta):
         `inner` takes `oshape` (wildcards and a pointwise weight on trailing dims are
         aligned to it) and returns `oshape` with some dims renamed; Chain folds normals
         through this argument from the outside in. Operators do not override this method:
-        the rules of `fold_normal` apply first, then the `_normal` hook.
+        the rules of `fold_normal` apply first, then the `_normal` hook. A plain normal
+        built as a container is labelled `"<name>.N"`, so its errors name the operator
+        the user wrote, not the Chain it became.
         """
-        return algebra().normal(self, inner)
+        normal = algebra().normal(self, inner)
+        if inner is None and isinstance(normal, Labelled) and normal.children:
+            if normal.label is None:
+                return with_label(normal, f"{self.name}.N")
+        return normal
 
     def _normal(self, inner: "NamedLinop | None") -> "NamedLinop | None":
         """Hook for a structured normal: $A^H \\, \\mathrm{inner} \\, A$, or None for the
@@ -383,6 +390,13 @@ class Labelled(NamedLinop):
     @property
     def name(self) -> str:
         return self.label or type(self).__name__
+
+
+def with_label(op: Labelled, label: str) -> Labelled:
+    """A copy of `op` displayed as `label` (a static field: `eqx.tree_at` cannot set it)."""
+    labelled = copy.copy(op)
+    object.__setattr__(labelled, "label", label)
+    return labelled
 
 
 def check_label(owner: str, name) -> str | None:
