@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import jax
 import jax.numpy as jnp
 
@@ -48,6 +50,17 @@ class Scalar(NamedLinop):
 
     def tiling(self) -> Tiling:
         return Tiling(batch=self.ioshape)
+
+    def split_weight(self, ibatch: Sequence[slice], obatch: Sequence[slice], /, weight):
+        """torchlinops' weight of a tile: the same $c$ for every tile, which slices input
+        and output alike (`ibatch`, `obatch`: one slice per dim of `ishape`, `oshape`).
+        Different slices raise an AssertionError, as torchlinops' diagonal operators do."""
+        if list(ibatch) != list(obatch):
+            raise AssertionError(
+                f"`{self.name}.split_weight`: a diagonal operator must be split identically "
+                f"in input and output; got ibatch {list(ibatch)} and obatch {list(obatch)}."
+            )
+        return weight
 
     def apply(self, x: jax.Array) -> jax.Array:
         w, x = promote_inexact("Scalar", self.weight, x)

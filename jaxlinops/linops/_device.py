@@ -9,16 +9,49 @@ import jax
 
 from .._arrays import Device
 from .._core import Identity, NamedLinop, SameDims, Tiling, dims_field
-from .._dims import Dims, DimsLike, as_dims
+from .._dims import Dims, DimsLike, as_dims, fmt
+
+
+def resolve_device(device: object, what: str) -> Device:
+    """`device` as a `jax.Device`, as torchlinops' `resolve_device` makes a torch device.
+
+    Accepts a `jax.Device`, a [`DeviceSpec`][] or a device string: `"cpu"`, `"gpu"`,
+    `"tpu"` (JAX's first device of that platform) or `"<platform>:<n>"` (its `n`-th);
+    torch's `"cuda"` names JAX's `"gpu"` platform. A platform JAX does not have (`"cuda:0"`
+    on a machine without a GPU) raises a ValueError; `what` names the argument in errors.
+    """
+    if isinstance(device, DeviceSpec):
+        return device.device
+    if isinstance(device, Device):
+        return device
+    if not isinstance(device, str):
+        raise TypeError(
+            f"{what} expects a jax.Device, a DeviceSpec or a device string such as 'cpu' or "
+            f"'gpu:0'; got {type(device).__name__} {device!r}."
+        )
+    platform, _, number = device.partition(":")
+    platform = {"cuda": "gpu"}.get(platform, platform)
+    if not number.isdigit() and number:
+        raise ValueError(f"{what}: a device string is '<platform>:<n>'; got {device!r}.")
+    try:
+        found = jax.devices(platform)
+    except RuntimeError as error:
+        raise ValueError(f"{what}: JAX has no {platform!r} device for {device!r}.") from error
+    index = int(number or 0)
+    if index >= len(found):
+        raise ValueError(f"{what}: JAX has {len(found)} {platform!r} device(s); got {device!r}.")
+    return found[index]
 
 
 @dataclasses.dataclass
 class DeviceSpec:
-    """torchlinops' record of a device and its CUDA streams: `DeviceSpec(jax.devices()[1])`.
+    """torchlinops' record of a device and its CUDA streams: `DeviceSpec(jax.devices()[1])`
+    or `DeviceSpec("cpu")`.
 
     **Fields:**
 
-    - `device`: a `jax.Device` (default: JAX's default device).
+    - `device`: a `jax.Device` or a device string (see [`resolve_device`][]; default:
+      JAX's default device), stored as the `jax.Device`.
     - `compute_stream`, `transfer_stream`: torch CUDA streams; accepted and ignored (XLA
       schedules computation and transfers itself).
     """
@@ -28,11 +61,9 @@ class DeviceSpec:
     transfer_stream: object = None
 
     def __post_init__(self):
-        if not isinstance(self.device, Device):
-            raise TypeError(
-                f"`DeviceSpec(device=...)` must be a jax.Device; got {type(self.device).__name__} "
-                f"{self.device!r} (torch device strings have no JAX meaning; use jax.devices())."
-            )
+        if isinstance(self.device, DeviceSpec):
+            raise TypeError("`DeviceSpec(device=...)` expects a device; got a DeviceSpec.")
+        self.device = resolve_device(self.device, "`DeviceSpec(device=...)`")
 
     def p2p_setup(self, other_device: Device) -> None:
         """Does nothing: torchlinops creates CUDA streams for peer-to-peer copies here."""
@@ -56,15 +87,21 @@ class ToDevice(SameDims):
     odevice: Device | None = eqx.field(static=True)
     ioshape: Dims = dims_field()
 
-    def __init__(self, idevice: Device | None, odevice: Device | None, ioshape: DimsLike = None):
+    def __init__(
+        self,
+        idevice: Device | DeviceSpec | None,
+        odevice: Device | DeviceSpec | None,
+        ioshape: DimsLike = None,
+    ):
         """**Arguments:**
 
-        - `idevice`: the device of the input (`None`: the default device).
-        - `odevice`: the device of the output (`None`: the default device).
+        - `idevice`: the device of the input, a `jax.Device` or a `DeviceSpec` (`None`:
+          the default device).
+        - `odevice`: the device of the output, likewise.
         - `ioshape`: dims of input and output (default `"..."`).
         """
-        self.idevice = idevice
-        self.odevice = odevice
+        self.idevice = idevice.device if isinstance(idevice, DeviceSpec) else idevice
+        self.odevice = odevice.device if isinstance(odevice, DeviceSpec) else odevice
         self.ioshape = as_dims(ioshape, "...")
 
     def __check_init__(self):
@@ -74,6 +111,23 @@ class ToDevice(SameDims):
                     f"`ToDevice({arg}=...)` expects a jax.Device (e.g. `jax.devices()[0]`) or "
                     f"None; got {type(device).__name__} {device!r}."
                 )
+
+    @property
+    def ispec(self) -> DeviceSpec:
+        """torchlinops' `ispec`: the input device (resolved) as a `DeviceSpec`."""
+        return DeviceSpec(_resolve(self.idevice))
+
+    @property
+    def ospec(self) -> DeviceSpec:
+        """torchlinops' `ospec`: the output device (resolved) as a `DeviceSpec`."""
+        return DeviceSpec(_resolve(self.odevice))
+
+    def __repr__(self) -> str:
+        """`ToDevice((N) -> (N), cpu:0 -> cpu:1)`; `default` for a device of None."""
+        devices = " -> ".join(
+            "default" if d is None else str(d) for d in (self.idevice, self.odevice)
+        )
+        return f"{self.name}({fmt(self.ishape)} -> {fmt(self.oshape)}, {devices})"
 
     def tiling(self) -> Tiling:
         return Tiling(batch=self.ioshape)

@@ -1,6 +1,6 @@
 """The module path `torchlinops.linops.device` of torchlinops:
-`from jaxlinops.linops.device import ToDevice`."""
+`from jaxlinops.linops.device import DeviceSpec, ToDevice`."""
 
-from . import ToDevice as ToDevice
+from . import DeviceSpec as DeviceSpec, ToDevice as ToDevice
 
-__all__ = ["ToDevice"]
+__all__ = ["DeviceSpec", "ToDevice"]

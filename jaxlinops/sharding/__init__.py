@@ -11,3 +11,8 @@ from ._build import create_batched_linop as create_batched_linop, shard as shard
 from ._grid import GridSplitLinop as GridSplitLinop
 from ._planner import Plan as Plan, PlanReport as PlanReport, plan_batches as plan_batches
 from ._spec import BatchSpec as BatchSpec, ResolvedBatchSpec as ResolvedBatchSpec
+from ._strategy import (
+    DeviceRole as DeviceRole,
+    TilingStrategy as TilingStrategy,
+    create_batched_linop_v2 as create_batched_linop_v2,
+)
