@@ -65,6 +65,35 @@ def _is_64bit(dtype: DTypeLike) -> bool:
     return np.dtype(dtype) in _WIDE
 
 
+def as_device(device: object, what: str) -> Device:
+    """`device` as a `jax.Device`: a `jax.Device`; anything with one as its `.device` (a
+    `DeviceSpec`, an array); or a device string, `"cpu"`, `"gpu"`, `"tpu"` (JAX's first
+    device of that platform) or `"<platform>:<n>"` (its `n`-th), torch's `"cuda"` naming
+    JAX's `"gpu"`. A platform JAX does not have is a ValueError; `what` names the argument.
+    """
+    if isinstance(device, Device):
+        return device
+    if isinstance(getattr(device, "device", None), Device):
+        return device.device  # pyright: ignore[reportAttributeAccessIssue]
+    if not isinstance(device, str):
+        raise TypeError(
+            f"{what} expects a jax.Device, a DeviceSpec or a device string such as 'cpu' or "
+            f"'gpu:0'; got {type(device).__name__} {device!r}."
+        )
+    platform, _, number = device.partition(":")
+    platform = {"cuda": "gpu"}.get(platform, platform)
+    if not number.isdigit() and number:
+        raise ValueError(f"{what}: a device string is '<platform>:<n>'; got {device!r}.")
+    try:
+        found = jax.devices(platform)
+    except RuntimeError as error:
+        raise ValueError(f"{what}: JAX has no {platform!r} device for {device!r}.") from error
+    index = int(number or 0)
+    if index >= len(found):
+        raise ValueError(f"{what}: JAX has {len(found)} {platform!r} device(s); got {device!r}.")
+    return found[index]
+
+
 def as_array(value: object, what: str) -> jax.Array:
     """Convert `value` to a JAX array, refusing a silent 64-bit -> 32-bit downcast of an
     array (a Python list of numbers, which declares no type, gets JAX's default types).

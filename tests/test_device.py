@@ -68,3 +68,15 @@ def test_devices_must_be_jax_devices(arg):
         TypeError, match=rf"`ToDevice\({arg}=...\)` expects a jax.Device .* got str"
     ):
         jl.ToDevice(**kwargs)
+
+
+def test_to_moves_every_array_to_the_device():
+    cpus = jax.devices("cpu")
+    W = jax.device_put(np.arange(6.0).reshape(3, 2), cpus[1])
+    A = jl.Dense(W, "M N", "N", "M")
+    for device in ("cpu:0", cpus[0], jl.linops.DeviceSpec(cpus[0])):
+        B = A.to(device)
+        assert B.weight.devices() == {cpus[0]}
+        np.testing.assert_array_equal(B.weight, np.arange(6.0).reshape(3, 2))
+    with pytest.raises(ValueError, match=r"`Dense.to\(device\)`: JAX has no 'tpu' device"):
+        A.to("tpu")

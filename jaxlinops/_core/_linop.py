@@ -26,7 +26,7 @@ import numpy as np
 from equinox import AbstractVar
 from jax.typing import ArrayLike
 
-from .._arrays import as_array, check_dtype, check_rank, dim_sizes
+from .._arrays import as_array, as_device, check_dtype, check_rank, dim_sizes
 from .._dims import Dims, fmt, substitute, unique
 from .._reverse_mode import forward_mode_error
 from ..nameddim import NamedShape
@@ -162,6 +162,14 @@ class NamedLinop(eqx.Module, metaclass=_LinopMeta):
         check_input(
             self, self.ishape, as_array(x, f"`{self.name}.check_input_shape(x)`"), broadcast
         )
+
+    def to(self, device, memory_aware: bool = False) -> "NamedLinop":
+        """A copy of the operator with its arrays on `device` (a `jax.Device`, a device
+        string such as `"cpu"` or `"gpu:1"`, or a `DeviceSpec`): torchlinops' `A.to`.
+        `memory_aware` (torchlinops' option to keep shared storage shared) is accepted
+        and has no effect: JAX arrays are immutable, so a copy changes nothing shared."""
+        del memory_aware
+        return jax.device_put(self, as_device(device, f"`{self.name}.to(device)`"))
 
     # ----------------------------------------------------------------- derived operators
     @property

@@ -7,7 +7,7 @@ import dataclasses
 import equinox as eqx
 import jax
 
-from .._arrays import Device
+from .._arrays import Device, as_device
 from .._core import Identity, NamedLinop, SameDims, Tiling, dims_field
 from .._dims import Dims, DimsLike, as_dims, fmt
 
@@ -20,27 +20,7 @@ def resolve_device(device: object, what: str) -> Device:
     torch's `"cuda"` names JAX's `"gpu"` platform. A platform JAX does not have (`"cuda:0"`
     on a machine without a GPU) raises a ValueError; `what` names the argument in errors.
     """
-    if isinstance(device, DeviceSpec):
-        return device.device
-    if isinstance(device, Device):
-        return device
-    if not isinstance(device, str):
-        raise TypeError(
-            f"{what} expects a jax.Device, a DeviceSpec or a device string such as 'cpu' or "
-            f"'gpu:0'; got {type(device).__name__} {device!r}."
-        )
-    platform, _, number = device.partition(":")
-    platform = {"cuda": "gpu"}.get(platform, platform)
-    if not number.isdigit() and number:
-        raise ValueError(f"{what}: a device string is '<platform>:<n>'; got {device!r}.")
-    try:
-        found = jax.devices(platform)
-    except RuntimeError as error:
-        raise ValueError(f"{what}: JAX has no {platform!r} device for {device!r}.") from error
-    index = int(number or 0)
-    if index >= len(found):
-        raise ValueError(f"{what}: JAX has {len(found)} {platform!r} device(s); got {device!r}.")
-    return found[index]
+    return as_device(device, what)
 
 
 @dataclasses.dataclass
