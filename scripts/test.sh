@@ -6,7 +6,9 @@
 #                                  torchlinops (the reference for interop.from_torchlinops:
 #                                  torch-named-linops without its GPU dependencies, plus the
 #                                  four it imports); ruff and pyright, then pytest on tests/
-#                                  (which also runs the notebooks and builds the docs).
+#                                  (which also runs the notebooks and builds the docs),
+#                                  then torchlinops' own test suite on jaxlinops
+#                                  (scripts/conformance.sh).
 #   bash scripts/test.sh --py312   the tests again on Python 3.12 with the newest jax and no
 #                                  torch, in .venv-py312 (torch tests skip; the operator
 #                                  contract runs in complex128 only). Without a Python 3.12
@@ -92,6 +94,13 @@ other_cpus() {
   done
 }
 
+# conformance PYTHON [ARGS...]: torchlinops' own test suite on jaxlinops
+# (scripts/conformance.sh, about 3 minutes). Skipped when ARGS select tests.
+conformance() {
+  [[ $# -le 1 ]] || return 0
+  PYTHON=$1 bash scripts/conformance.sh
+}
+
 # install_chromium: Debian's headless Chromium for tests/test_site.py, which loads every
 # page of the built site; where it cannot be installed (no apt-get, not root, no network)
 # that test skips its browser check, and this says so.
@@ -124,6 +133,7 @@ main_suite() {
   "$py" -m pyright --project pyproject.toml || lint=1  # not a pyrightconfig.json above
   run_pytest "$py" "$@"
   other_cpus "$py" "$@"
+  conformance "$py" "$@"
   if [[ $lint -ne 0 ]]; then
     echo "test.sh: error: ruff or pyright found problems (listed above the tests)." >&2
     return 1
