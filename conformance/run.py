@@ -159,7 +159,7 @@ def summarise(outcomes: dict[str, str], mode: str) -> tuple[int, int, int]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--mode", choices=sorted(REWRITES), default="jax")
     parser.add_argument("--sdist", type=Path, help="torchlinops' sdist (else downloaded)")
     parser.add_argument("--keep", type=Path, help="translate and run in this folder, kept")

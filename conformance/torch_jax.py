@@ -36,10 +36,11 @@ def to_torch(value: Any) -> Any:
         return _torch.from_numpy(np.array(value))
     if isinstance(value, np.dtype) and value in _TORCH_DTYPES:
         return _TORCH_DTYPES[value]
-    if isinstance(value, jax.Device):
-        return _torch.device("cpu" if value.platform == "cpu" else f"cuda:{value.id}")
+    if isinstance(value, jax.Device):  # pyright: ignore[reportArgumentType]
+        device: Any = value
+        return _torch.device("cpu" if device.platform == "cpu" else f"cuda:{device.id}")
     if type(value) in (list, tuple):
-        return type(value)(to_torch(v) for v in value)
+        return type(value)([to_torch(v) for v in value])
     if type(value) is dict:
         return {k: to_torch(v) for k, v in value.items()}
     return value
@@ -52,7 +53,7 @@ def to_jax(value: Any) -> Any:
     if isinstance(value, _torch.dtype):
         return _DTYPES.get(value, value)
     if type(value) in (list, tuple):
-        return type(value)(to_jax(v) for v in value)
+        return type(value)([to_jax(v) for v in value])
     if type(value) is dict:
         return {k: to_jax(v) for k, v in value.items()}
     return value
