@@ -170,12 +170,18 @@ def gather(vals: jax.Array, idx: tuple[jax.Array, ...]) -> jax.Array:
 
 
 def scatter(vals: jax.Array, idx: tuple[jax.Array, ...], grid: tuple[int, ...]) -> jax.Array:
-    """[`index_adjoint`][] without input checks (indices taken modulo the grid sizes)."""
+    """[`index_adjoint`][] without input checks (indices taken modulo the grid sizes).
+    Boolean values accumulate by logical or (the sum saturated at True, as torch's
+    `index_put_(..., accumulate=True)` does), since `lax.add` takes no booleans."""
     points = idx[0].shape
     batch = vals.shape[: vals.ndim - len(points)]
     flat = _ravel(idx, grid).ravel()
-    out = jnp.zeros(batch + (math.prod(grid),), vals.dtype)
-    out = out.at[..., flat].add(vals.reshape(batch + flat.shape), mode="promise_in_bounds")
+    out = jnp.zeros(batch + (math.prod(grid),), vals.dtype).at[..., flat]
+    vals = vals.reshape(batch + flat.shape)
+    if vals.dtype == jnp.bool_:
+        out = out.max(vals, mode="promise_in_bounds")
+    else:
+        out = out.add(vals, mode="promise_in_bounds")
     return out.reshape(batch + grid)
 
 
@@ -188,12 +194,12 @@ def checked_range(name: str, idx: tuple, grid: Sequence[int], negative: bool = F
         lo = -n if negative else 0
         where = f"`{name}`: indices of axis {d} must lie in [{lo}, {n - 1}] (grid {tuple(grid)})"
         if isinstance(i, Tracer):
-            i = eqx.error_if(i, (i < lo) | (i > n - 1), f"{where}; got one outside.")
+            i = eqx.error_if(i, (i < lo) | (i > n - 1), f"{where}; got one out of range.")
         elif i.size:
             with jax.ensure_compile_time_eval():
                 low, high = int(jnp.min(i)), int(jnp.max(i))
             if low < lo or high > n - 1:
-                raise ValueError(f"{where}; got values in [{low}, {high}].")
+                raise ValueError(f"{where}; got values in [{low}, {high}], out of range.")
         out.append(i)
     return tuple(out)
 

@@ -336,7 +336,7 @@ def make_plan(
             f"floor(oversamp * grid_size) = {padded} on every axis (grid_size={grid}, "
             f"oversamp={oversamp:g}); use a smaller width, a larger oversamp or a larger grid."
         )
-    beta = _beta(name, width, oversamp)
+    beta = kaiser_bessel_beta(name, width, oversamp)
     if mode == "sampling" and apodize_weights is not None:
         raise ValueError(f"`{name}`: apodize_weights apply only to mode='interpolate'.")
     if not jnp.issubdtype(locs.dtype, jnp.floating):
@@ -422,7 +422,9 @@ def _prep_locs(locs: jax.Array, grid: tuple, padded: tuple, mode: str) -> jax.Ar
     return jnp.remainder(prepped, npad_)
 
 
-def _beta(name: str, width: float, oversamp: float) -> float:
+def kaiser_bessel_beta(name: str, width: float, oversamp: float) -> float:
+    """$\\pi \\sqrt{(w/\\mathrm{os})^2 (\\mathrm{os} - 1/2)^2 - 0.8}$, a ValueError naming
+    `name` where the root is not real."""
     square = (width / oversamp) ** 2 * (oversamp - 0.5) ** 2 - 0.8
     if square <= 0:
         raise ValueError(

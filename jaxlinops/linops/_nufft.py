@@ -16,6 +16,8 @@ from ..functional._gridding import point_order
 from ..functional._kernels import as_number
 from ..functional._nufft import (
     NUFFTPlan,
+    default_apodization,
+    kaiser_bessel_beta,
     make_plan,
     nufft_adjoint_unchecked,
     nufft_unchecked,
@@ -193,6 +195,45 @@ class NUFFT(NamedLinop):
     def mode(self) -> str:
         return self.plan.mode
 
+    @property
+    def options(self) -> dict[str, object]:
+        """torchlinops' `options`: the settings the operator was built with (`oversamp`,
+        `width`, `toeplitz`, `toeplitz_oversamp`), as a fresh dict."""
+        return {
+            "oversamp": self.plan.oversamp,
+            "width": self.plan.width,
+            "toeplitz": self.toeplitz,
+            "toeplitz_oversamp": self.toeplitz_oversamp,
+        }
+
+    @staticmethod
+    def beta(width: float, oversamp: float) -> float:
+        r"""The Kaiser–Bessel shape parameter of a NUFFT with kernel width `width` and
+        oversampling `oversamp` (Beatty et al., IEEE TMI 2005; as sigpy):
+        $\beta = \pi \sqrt{(w/\mathrm{os})^2 (\mathrm{os} - 1/2)^2 - 0.8}$. A ValueError
+        where the root is not real (a kernel too narrow for `oversamp`)."""
+        width = as_number("NUFFT.beta", "width", width, 0.0)
+        oversamp = as_number("NUFFT.beta", "oversamp", oversamp, 1.0)
+        return kaiser_bessel_beta("NUFFT.beta", width, oversamp)
+
+    @staticmethod
+    def apodize_weights(grid_size, padded_size, width: float, beta: float) -> jax.Array:
+        r"""The default apodization on the image grid `grid_size` (float64 with x64
+        enabled): $\prod_d a_d / \sinh(a_d)$ with
+        $a_d = \sqrt{\beta^2 - (\pi w (n_d - \lfloor N_d/2 \rfloor) / N_{pad,d})^2}$,
+        the inverse of the kernel's Fourier transform (as sigpy's `_apodize`)."""
+        grid = as_sizes(grid_size, "`NUFFT.apodize_weights(grid_size=...)`", 1)
+        padded = as_sizes(padded_size, "`NUFFT.apodize_weights(padded_size=...)`", 1)
+        if len(grid) != len(padded):
+            raise ValueError(
+                f"`NUFFT.apodize_weights`: grid_size and padded_size must have the same "
+                f"length; got {grid} and {padded}."
+            )
+        width = as_number("NUFFT.apodize_weights", "width", width, 0.0)
+        beta = as_number("NUFFT.apodize_weights", "beta", beta, 0.0)
+        weights = default_apodization(grid, padded, width, beta)
+        return jnp.asarray(weights, jnp.result_type(float))
+
     def __repr__(self) -> str:
         """The operator's dims, with the backend that grids (and finufft's tolerance)."""
         plan = self.plan
@@ -289,7 +330,9 @@ def scaled_locs(name: str, locs, grid_size, padded_size, pad_mode: str):
             f"padded_size {padded}."
         )
     if pad_mode not in ("circular", "zero"):
-        raise ValueError(f"`{name}`: pad_mode must be 'circular' or 'zero'; got {pad_mode!r}.")
+        raise ValueError(
+            f"`{name}`: Unrecognized padding mode {pad_mode!r}; expected 'circular' or 'zero'."
+        )
     n, npad = (_trailing(sizes, locs) for sizes in (grid, padded))
     return locs * npad / n + npad // 2, npad
 

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 
+from .._arrays import as_array, as_sizes
 from .._dims import DimsLike
 from ._nufft import NUFFT, scaled_locs
 
@@ -143,3 +146,54 @@ class FastSamplingNUFFT(SamplingNUFFT):
             toeplitz_dtype=toeplitz_dtype,
             width=width,
         )
+
+    @property
+    def options(self) -> dict[str, object]:
+        """torchlinops' `options`: those of [`NUFFT.options`][] and `phase_placement`."""
+        return {**super().options, "phase_placement": self.phase_placement}
+
+    @property
+    def phase_placement_resolved(self) -> str:
+        """Where torchlinops would apply the centering phase for these points
+        ([`FastSamplingNUFFT.resolve_phase_placement`][]); no effect on the result."""
+        nlocs = math.prod(self.plan.locs.shape[:-1])
+        return self.resolve_phase_placement(self.phase_placement, nlocs, self.plan.padded_size)
+
+    @staticmethod
+    def resolve_phase_placement(phase_placement: str, nlocs: int, padded_size) -> str:
+        """torchlinops' choice of where to apply the centering phase: `"auto"` is `"grid"`
+        when there are more points `nlocs` than padded-grid points `prod(padded_size)`, else
+        `"samples"` (a tie goes to `"samples"`); `"samples"` and `"grid"` are kept; any
+        other value is a ValueError."""
+        if phase_placement not in PHASE_PLACEMENTS:
+            raise ValueError(
+                f"`FastSamplingNUFFT.resolve_phase_placement`: phase_placement must be one of "
+                f"{PHASE_PLACEMENTS}; got {phase_placement!r}."
+            )
+        if phase_placement != "auto":
+            return phase_placement
+        grid = as_sizes(padded_size, "`FastSamplingNUFFT.resolve_phase_placement`", 1)
+        return "grid" if nlocs > math.prod(grid) else "samples"
+
+    @staticmethod
+    def fold_centering(locs_prepared, padded_size, *, dtype=jnp.complex64) -> jax.Array:
+        r"""The unit-modulus phase that turns a plain FFT into the centered one at integer
+        padded-grid points $k$ (`locs_prepared` `[..., D]`, as
+        [`SamplingNUFFT.prep_locs`][] returns them):
+        $\mathrm{cfft}(x)[k] = \mathrm{fft}(x)[m]\, e^{2\pi i \sum_d m_d
+        \lfloor N_d/2 \rfloor / N_d}$ with $m = (k - \lfloor N/2 \rfloor) \bmod N$
+        ($N$ = `padded_size`). Returns the phase `[...]` in `dtype` (torchlinops'
+        complex64 by default; the angle is computed in the default float precision)."""
+        name = "`FastSamplingNUFFT.fold_centering"
+        locs = as_array(locs_prepared, f"{name}(locs_prepared=...)`")
+        size = as_sizes(padded_size, f"{name}(padded_size=...)`", 1)
+        if locs.ndim == 0 or locs.shape[-1] != len(size):
+            raise ValueError(
+                f"{name}`: locs_prepared must have shape [..., {len(size)}] for padded_size "
+                f"{size}; got shape {tuple(locs.shape)}."
+            )
+        n = np.asarray(size).reshape((1,) * (locs.ndim - 1) + (len(size),))
+        shifted = jnp.remainder(locs - (n // 2).astype(locs.dtype), n.astype(locs.dtype))
+        real = jnp.result_type(float)
+        angle = jnp.sum(shifted.astype(real) * jnp.asarray((n // 2) / n, real), axis=-1)
+        return jnp.exp(angle.astype(jnp.result_type(complex)) * (2j * np.pi)).astype(dtype)

@@ -12,9 +12,9 @@ import jax.numpy as jnp
 from jax.typing import ArrayLike
 from jaxtyping import Float
 
-from .._arrays import as_array, as_sizes, promote
-from ._gridding import gather_windows, neighbourhoods, scatter_windows
-from ._kernels import (
+from ..._arrays import as_array, as_sizes, promote
+from .._gridding import gather_windows, neighbourhoods, scatter_windows
+from .._kernels import (
     KernelParams,
     KernelSettings,
     Width,

@@ -1,0 +1,1 @@
+"""Test helpers at torchlinops' module path `torchlinops.functional._interp.tests`."""
