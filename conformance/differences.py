@@ -29,7 +29,92 @@ NO_SUCH_DEVICE = (
     "is built; torch records it and fails only at the transfer"
 )
 
+LOCS_ATTRIBUTE = (
+    "the fixture assigns `linop._locs_orig = locs` on an operator (immutable): keep the "
+    "points beside the operator"
+)
+PARAMETER_CACHE = (
+    "torchlinops caches NUFFT parameters in `functools.lru_cache`s keyed by tensor identity "
+    "(`cache_info`, `__wrapped__`); jaxlinops computes them once per operator, so there is "
+    "no cache to inspect: reuse the operator, or `jax.jit`"
+)
+UNNAMED_POINT_AXES = (
+    'every point axis needs a name: `output_shape=("K",)` for points of shape [3, 5, D] '
+    "is a ValueError (torchlinops folds the extra axes into `...` silently)"
+)
+EXACT_PSF = (
+    "`toeplitz_psf` of a sampling NUFFT returns its exact kernel (torchlinops raises "
+    "NotImplementedError)"
+)
+MODE_KWARG = (
+    '`NUFFT(mode="sampling")` is kept (torchlinops 0.8.3 removed it in favour of '
+    "`SamplingNUFFT`, which jaxlinops also has)"
+)
+
 DELIBERATE: dict[str, tuple[tuple[str, ...], str]] = {
+    # the NUFFT family
+    "test_nufft.py::TestNUFFT::": (BOTH, LOCS_ATTRIBUTE),
+    "test_sampling_nufft.py::TestSamplingNUFFT::": (BOTH, LOCS_ATTRIBUTE),
+    "test_nufft_cache_config.py::test_no_caching_by_default": (BOTH, PARAMETER_CACHE),
+    "test_nufft_cache_config.py::test_optin_populates_caches_and_exit_clears": (
+        BOTH,
+        PARAMETER_CACHE,
+    ),
+    "test_nufft_cache_config.py::test_optin_scope_releases_retained_input_tensors": (
+        BOTH,
+        PARAMETER_CACHE,
+    ),
+    "test_nufft_cache_config.py::test_optin_clears_on_exception": (BOTH, PARAMETER_CACHE),
+    "test_nufft_cache_config.py::test_turning_flag_off_in_nested_context_clears_at_outer_exit": (
+        BOTH,
+        PARAMETER_CACHE,
+    ),
+    "test_nufft_cache_config.py::test_clear_walks_subclasses_and_new_cached_staticmethods": (
+        BOTH,
+        PARAMETER_CACHE,
+    ),
+    "test_nufft_cache_config.py::test_clear_nufft_parameter_caches_clears_all_families": (
+        BOTH,
+        PARAMETER_CACHE,
+    ),
+    "test_nufft.py::test_locs_cache_shared_by_object_identity": (BOTH, PARAMETER_CACHE),
+    "test_nufft.py::test_apod_cache_keyed_by_geometry": (BOTH, PARAMETER_CACHE),
+    "test_nufft.py::test_skip_prep_locs_bypasses_cache": (BOTH, PARAMETER_CACHE),
+    "test_nufft.py::test_results_independent_of_cache_state": (BOTH, PARAMETER_CACHE),
+    "test_nufft.py::test_caches_bypassed_when_flag_off": (BOTH, PARAMETER_CACHE),
+    "test_nufft.py::test_toeplitz_psf_skip_prep_locs_matches_normal_nufft": (
+        BOTH,
+        PARAMETER_CACHE,
+    ),
+    "test_sampling_nufft.py::test_sampling_locs_cache_shared_by_object_identity": (
+        BOTH,
+        PARAMETER_CACHE,
+    ),
+    "test_nufft.py::test_nufft_class_identity": (BOTH, UNNAMED_POINT_AXES),
+    "test_nufft.py::test_options_override_defaults": (BOTH, UNNAMED_POINT_AXES),
+    "test_sampling_nufft.py::test_toeplitz_psf_raises_for_sampling_nufft": (BOTH, EXACT_PSF),
+    "test_fast_sampling_nufft.py::test_toeplitz_psf_raises_for_fast_sampling_nufft": (
+        BOTH,
+        EXACT_PSF,
+    ),
+    "test_nufft.py::test_nufft_mode_kwarg_rejected": (BOTH, MODE_KWARG),
+    "test_sampling_nufft.py::test_nufft_class_split_rejects_mode": (BOTH, MODE_KWARG),
+    "test_fast_sampling_nufft.py::test_chain_contains_no_centered_fft": (
+        BOTH,
+        "a NUFFT is one operator, not an indexable Chain: `A.decompose()` gives its steps",
+    ),
+    "test_sampling.py::test_sampling_register_shape": (BOTH, PRIVATE),
+    "test_sampling.py::test_sampling_from_mask": (
+        JAX,
+        "the test writes into an array in place (`mask[2, 3] = True`); JAX arrays are "
+        "immutable: `mask = mask.at[2, 3].set(True)`",
+    ),
+    "test_advanced.py::test_sense_mri": (
+        BOTH,
+        "an input must have every axis of `ishape`: a `Diagonal` over `(C, Nx, Ny, Nz)` does "
+        "not broadcast an image `(Nx, Ny, Nz)` over coils; apply it to `x[None]`, or write "
+        'SENSE as `Dense(maps, "C Nx Ny Nz", "Nx Ny Nz", "C Nx Ny Nz")`',
+    ),
     # test_namedlinop.py
     "test_namedlinop.py::test_namedlinop_adjoint": (BOTH, ABSTRACT),
     "test_namedlinop.py::test_namedlinop_split": (BOTH, ABSTRACT),
