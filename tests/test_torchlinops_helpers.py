@@ -226,3 +226,13 @@ def test_base_suite_catches_a_wrong_adjoint():
     suite.equality_check = "bitwise"
     with pytest.raises(ValueError, match="equality_check"):
         suite.test_adjoint(_dense_case())
+
+
+def test_from_pytorch_gives_numpy_as_torchlinops():
+    t = torch.randn(3, 2, dtype=torch.complex64, requires_grad=True)
+    got = jl.utils.from_pytorch(t)
+    assert isinstance(got, np.ndarray)
+    from torchlinops.utils import from_pytorch
+
+    np.testing.assert_array_equal(got, from_pytorch(t.detach()))
+    np.testing.assert_array_equal(jl.utils.from_pytorch(jnp.arange(3)), np.arange(3))

@@ -107,7 +107,6 @@ DELIBERATE: dict[str, str] = {
     "utils.get_device": "torch device of a tensor; use `x.devices()`",
     "utils.resolve_device": "torch device strings; use `jax.devices()`",
     "utils.to_pytorch": "CuPy/torch bridge; see `interop` (DLPack)",
-    "utils.from_pytorch": "CuPy/torch bridge; see `interop` (DLPack)",
     "utils.fake_triton": "triton stand-in; jaxlinops uses XLA or Pallas kernels",
     "utils.fake_tl": "triton stand-in; jaxlinops uses XLA or Pallas kernels",
     "parallel_execute": "CUDA-stream scheduling; XLA schedules a jitted program",
