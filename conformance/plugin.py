@@ -19,12 +19,15 @@ MODE = os.environ.get("CONFORMANCE_MODE", "jax")
 
 
 def _listed(table: dict[str, str], nodeid: str) -> str | None:
-    """The reason `table` gives for `nodeid` (an exact id, or a prefix ending in `::`
-    or `[` that names a class, a function or all its parameters)."""
+    """The reason `table` gives for `nodeid`: an exact id, a prefix ending in `::` or `[`
+    (a file, a class or all parameters of a test), or `*::name` (that test name in every
+    class, e.g. a method every subclass of a base test class inherits)."""
     if nodeid in table:
         return table[nodeid]
     for key, reason in table.items():
         if key.endswith(("::", "[")) and nodeid.startswith(key):
+            return reason
+        if key.startswith("*::") and nodeid.split("[")[0].endswith(key[1:]):
             return reason
     return None
 
@@ -32,9 +35,10 @@ def _listed(table: dict[str, str], nodeid: str) -> str | None:
 def pytest_collection_modifyitems(config, items):
     kept, dropped = [], []
     deliberate = {k: r for k, (modes, r) in DELIBERATE.items() if MODE in modes}
+    out_of_scope = {k: r for k, (modes, r) in OUT_OF_SCOPE.items() if MODE in modes}
     for item in items:
         nodeid = item.nodeid.removeprefix("tests/")
-        if _listed(OUT_OF_SCOPE, nodeid) is not None:
+        if _listed(out_of_scope, nodeid) is not None:
             dropped.append(item)
             continue
         if item.get_closest_marker("xfail") is not None:  # torchlinops' own expected failure
