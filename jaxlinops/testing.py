@@ -19,7 +19,7 @@ import numpy as np
 from jax.typing import ArrayLike, DTypeLike
 
 from ._arrays import promote
-from ._core import NamedLinop
+from ._core import Coupling, NamedLinop
 
 __all__ = [
     "BaseNamedLinopTests",
@@ -43,9 +43,15 @@ def inner(a: ArrayLike, b: ArrayLike) -> jax.Array:
 
 
 def _check_close(what: str, got, want, rtol: float, atol: float) -> None:
+    """Raise unless `got` is close to `want`. A size-1 axis of either matches any size of
+    the other (a broadcast dim, as `SumReduce(...).H` returns without lengths, compared as
+    torchlinops' `torch.isclose` does); the number of axes must agree."""
     got, want = np.asarray(got), np.asarray(want)
-    if got.shape != want.shape:
+    sizes = zip(got.shape, want.shape)
+    if got.ndim != want.ndim or any(a != b and 1 not in (a, b) for a, b in sizes):
         raise AssertionError(f"{what}: shapes differ, {got.shape} vs {want.shape}.")
+    shape = np.broadcast_shapes(got.shape, want.shape)
+    got, want = np.broadcast_to(got, shape), np.broadcast_to(want, shape)
     err = float(np.max(np.abs(got - want), initial=0.0))
     scale = float(np.max(np.abs(want), initial=0.0))
     if not err <= atol + rtol * scale:
@@ -169,10 +175,17 @@ class BaseNamedLinopTests:
         assert_linear_transpose(A, x, y, **self._tolerances())
 
     def test_split(self, linop_input_output):
+        """A tile along each dim is an operator, or a ValueError for a dim the operator
+        mixes or resizes (torchlinops' rule); along a dim it declares uncoupled
+        (`Coupling.NONE`), the tile must exist."""
         A, _, _ = linop_input_output
         for dim in set(A.ishape + A.oshape) - {"..."}:
-            if A.size(dim) is not None:
-                assert isinstance(A.split({dim: slice(0, 1)}), NamedLinop)
+            try:
+                tile = A.split({dim: slice(0, 1)})
+            except ValueError:
+                assert A.coupling(dim) != Coupling.NONE, f"{A.name} declares {dim!r} uncoupled"
+                continue
+            assert isinstance(tile, NamedLinop)
 
     def test_size(self, linop_input_output):
         A, _, _ = linop_input_output

@@ -196,9 +196,8 @@ def test_even_kernel_gradient_has_the_kernel_shape():
     [
         (dict(padding_mode="reflect"), r"`Convolution\(padding_mode=...\)` must be one of"),
         (dict(normal_mode="toeplitz"), r"`Convolution\(normal_mode=...\)` must be one of"),
-        (dict(normal_mode="conv"), r"normal_mode='conv'\)` only supports circular padding"),
-        (dict(normal_mode="fft"), r"normal_mode='fft'\)` only supports circular padding"),
-        (dict(in_grid_shape="XYZ"), r"need one dim per kernel axis \(2\); got \(X, Y, Z\)"),
+        (dict(in_grid_shape="XYZ"), r"one dim per trailing kernel axis \(at most 2\), as many"),
+        (dict(in_grid_shape="Y", batch_shape=()), r"convolves 1 batch axes too; got batch_shape"),
     ],
 )
 def test_invalid_arguments(kwargs, match):
@@ -212,18 +211,63 @@ def test_kernel_needs_one_to_three_axes(shape):
         jl.Convolution(jnp.ones(shape))
 
 
+@pytest.mark.parametrize("normal_mode, name", [("conv", "Conv"), ("fft", "FFT")])
+def test_normal_mode_needs_circular_padding_when_the_normal_is_built(normal_mode, name):
+    """As torchlinops: the operator is built, its normal refuses zero padding."""
+    A = jl.Convolution(jnp.ones((3, 3)), normal_mode=normal_mode)
+    assert A(jnp.ones((4, 4))).shape == (4, 4)
+    match = rf"normal_mode='{normal_mode}'\)`.N: {name} normal mode only supports circular"
+    with pytest.raises(ValueError, match=match):
+        A.N
+
+
 def test_circular_kernel_larger_than_grid():
-    x = jnp.ones((2, 4, 5))
-    match = r"`{}`: with circular padding the kernel must not be larger than the grid; got a "
-    match += r"kernel of shape \(5, 3\) and an array of shape \(2, 4, 5\) \(grid \(4, 5\)\)"
-    for normal_mode in (None, "fft"):
-        A = jl.Convolution(jnp.ones((5, 3)), padding_mode="circular", normal_mode=normal_mode)
-        with pytest.raises(ValueError, match=match.format("Convolution")):
-            A(x)
-        with pytest.raises(ValueError, match=match.format("Convolution")):
-            A.H(x)
-    with pytest.raises(ValueError, match=match.format(r"Convolution\.N")):
-        A.N(x)
+    """A kernel larger than the grid wraps around it while its radius fits (torch's
+    circular padding); a larger radius, or any kernel larger than the grid under an FFT,
+    is refused."""
+    x = crandn(2, 4, 2)
+    h = crandn(3, 3)
+    M = dense(h, (4, 2), circular=True)
+    A = jl.Convolution(h, padding_mode="circular")
+    assert_close(A(x).reshape(2, -1), (M @ x.reshape(2, -1).T).T, jnp.complex128)
+    match = r"`{}`: with circular padding the grid_sizes must be at least the kernel's {}; got "
+    match += r"a kernel of shape \({}\) and an array of shape \(2, 4, 2\) \(grid_sizes \(4, 2\)\)"
+    radius = match.format("Convolution", "radius k // 2 on each axis", "7, 7")
+    B = jl.Convolution(jnp.ones((7, 7)), padding_mode="circular", normal_mode="fft")
+    with pytest.raises(ValueError, match=radius):
+        B(x)
+    with pytest.raises(ValueError, match=radius):
+        B.H(x)
+    whole = match.format(r"Convolution\.N", "shape", "3, 3")
+    with pytest.raises(ValueError, match=whole):
+        jl.Convolution(h, padding_mode="circular", normal_mode="fft").N(x)
+
+
+def test_kernel_axes_beyond_the_grid_convolve_batch_axes():
+    """A 3-axis kernel on a 2-dim grid convolves the last batch axis too, as torchlinops'
+    Convolution (a 3-D convolution over the last three axes); that batch dim is not tiled."""
+    h, x = crandn(3, 3, 2), crandn(2, 4, 5, 6)
+    for mode in ("zeros", "circular"):
+        A = jl.Convolution(h, in_grid_shape="XY", out_grid_shape="UV", padding_mode=mode)
+        M = dense(h, (4, 5, 6), circular=mode == "circular")
+        assert_close(A(x).reshape(2, -1), (M @ x.reshape(2, -1).T).T, jnp.complex128)
+        assert_close(A.H(x).reshape(2, -1), (M.conj().T @ x.reshape(2, -1).T).T, jnp.complex128)
+    B = jl.Convolution(h, batch_shape="B C", in_grid_shape="XY", out_grid_shape="UV")
+    assert B.tiling().batch == ("B",)
+    with pytest.raises(ValueError, match=r"cannot be split along dim 'C'"):
+        B.split({"C": slice(0, 1)})
+    with pytest.raises(ValueError, match=r"convolves the last 3 axes of its input"):
+        jl.Convolution(h, in_grid_shape="XY")(jnp.ones((5, 6)))
+
+
+def test_kernel_axes_beyond_the_grid_match_torchlinops():
+    torch = pytest.importorskip("torch")
+    conv = pytest.importorskip("torchlinops.linops.convolution")
+    h, x = crandn(3, 2, 3), crandn(3, 6, 5)
+    shapes = dict(in_grid_shape=("x", "y"), out_grid_shape=("x", "y"), padding_mode="circular")
+    A, T = jl.Convolution(h, **shapes), conv.Convolution(torch.tensor(h), **shapes)
+    for mine, theirs in ((A, T), (A.H, T.H)):
+        assert_close(mine(x), theirs(torch.tensor(x)).numpy(), jnp.complex128)
 
 
 # --------------------------------------------------------------- FFTConvolution
@@ -258,8 +302,13 @@ def test_fft_convolution_keeps_real_data_real_and_any_grid(dtype):
         got = A(x)
         assert got.dtype == dtype
         assert_close(got, np_conv(x, h, circular=True), dtype)
-    with pytest.raises(ValueError, match=r"`FFTConvolution`: with circular padding the kernel"):
+    with pytest.raises(ValueError, match=r"`FFTConvolution`: with circular padding the grid_s"):
         A(sample((2, 2), dtype))
+    hf = np.fft.fftn(np.roll(np.pad(np.asarray(h), ((0, 5), (0, 5))), (-1, -1), (0, 1)))
+    assert_close(A.fourier_kernel((8, 8)), hf, dtype)
+    assert_close(A._get_fourier_kernel((8, 8)), hf, dtype)
+    with pytest.raises(ValueError, match=r"grid_sizes \(2, 2\)"):
+        A.fourier_kernel((2, 2))
     with pytest.raises(ValueError, match=r"`FFTConvolution\(kernel=...\)` must have 1 to 3"):
         jl.FFTConvolution(np.ones((2, 2, 2, 2)))
 

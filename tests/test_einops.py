@@ -317,3 +317,28 @@ def test_repeat_errors():
         jl.Repeat({"C": 3}, "A", "A C", broadcast_dims="C")
     with pytest.raises(TypeError, match="`Repeat\\(n_repeats=...\\)` expects lengths as a mapping"):
         jl.Repeat(3, "A", "A C")
+
+
+def test_rearrange_split_along_a_merged_dim():
+    """A tile covering all of a merged dim leaves the operator unchanged, with
+    torchlinops' warning; a part of it is refused; its batch dims split silently."""
+    A = jl.Rearrange("(a b) c", "a b c", "AB C", "A B C", {"a": 2, "b": 3})
+    with pytest.warns(UserWarning, match=r"splitting along \['AB'\], dims it merges or splits"):
+        assert A.split({"AB": slice(None), "C": slice(0, 2)}) == A
+    with pytest.raises(ValueError, match="cannot be split along dim 'AB'"):
+        A.split({"AB": slice(0, 3)})
+
+
+def test_repeat_axes_lengths_and_torchlinops_assertions():
+    """`Repeat.axes_lengths` is torchlinops' dict of new-dim lengths (a tile's is sliced);
+    dims that do not nest raise an error that is both a ValueError and torchlinops'
+    AssertionError."""
+    A = jl.Repeat({"C": 3}, "A B", "A B C")
+    assert A.axes_lengths == {"C": 3}
+    tile = A.split({"C": slice(0, 2)})
+    assert isinstance(tile, jl.Repeat) and tile.axes_lengths == {"C": 2}
+    for bad in (lambda: jl.SumReduce("A B", "A B"), lambda: jl.Repeat({}, "A B", "A B")):
+        with pytest.raises(AssertionError, match=r"`oshape` must be `ishape` with at least"):
+            bad()
+        with pytest.raises(ValueError, match=r"`oshape` must be `ishape` with at least"):
+            bad()

@@ -246,3 +246,44 @@ def test_truncate_and_paddim_keep_the_resized_name(op):
     with pytest.raises(ValueError, match=r"Cannot slice along 'N', the dim it resizes"):
         op.split({"N": slice(0, 2)})
     assert eqx.tree_equal(op.split({"A": slice(0, 1)}), op)
+
+
+# --------------------------------------------------------------------- torchlinops' pad lists
+@pytest.mark.parametrize("grid, padded", [((10, 10), (20, 20)), ((10, 11), (21, 20)), ((7,), (8,))])
+def test_pad_lists_match_torchlinops(grid, padded):
+    """`pad_to_size` is torch's `F.pad` order (last axis first) of `pad_widths`, and
+    `crop_slice_from_pad` undoes it; both as torchlinops' own functions."""
+    ref = pytest.importorskip("torchlinops.linops.pad_last")
+    from jaxlinops.linops.pad_last import crop_slice_from_pad, pad_to_scale, pad_to_size
+
+    pad = pad_to_size(grid, padded)
+    assert pad == ref.pad_to_size(grid, padded)
+    assert crop_slice_from_pad(pad) == ref.crop_slice_from_pad(pad)
+    assert pad_to_scale(grid, 1.5) == ref.pad_to_scale(grid, 1.5)
+    x = np.arange(np.prod(grid)).reshape(grid)
+    widths = [tuple(pad[2 * i : 2 * i + 2]) for i in range(len(grid))][::-1]
+    assert np.array_equal(np.pad(x, widths)[tuple(crop_slice_from_pad(pad))], x)
+    with pytest.raises(ValueError, match=r"`pad_to_size`: cannot pad from size"):
+        pad_to_size(grid, (*padded, 3))
+
+
+def test_pad_names_leading_batch_dims_in_in_shape():
+    """torchlinops' `Pad((20, 20), (10, 10), Dim("AXY"))`: the dims before the image dims
+    are batch dims (kept by name), so a tile along them is the same operator."""
+    P = jl.Pad((20, 20), (10, 10), ("A", "X", "Y"))
+    assert (P.ishape, P.oshape) == (("...", "A", "X", "Y"), ("...", "A", "X1", "Y1"))
+    assert (P.in_im_shape, P.out_im_shape, P.in_im_size, P.out_im_size) == (
+        ("X", "Y"),
+        ("X1", "Y1"),
+        (10, 10),
+        (20, 20),
+    )
+    x = crand(np.random.default_rng(8), (2, 10, 10))
+    assert_close(
+        P.split({"A": slice(0, 1)})(jnp.asarray(x[:1])),
+        np.pad(x[:1], [(0, 0), (5, 5), (5, 5)]),
+        jnp.complex128,
+    )
+    assert jl.Pad((20, 20), (10, 10), "AXY", "ABC").oshape == ("...", "A", "B", "C")
+    with pytest.raises(ValueError, match=r"`out_shape` must repeat them, got \(Z, B, C\)"):
+        jl.Pad((20, 20), (10, 10), "AXY", "ZBC")

@@ -80,3 +80,14 @@ def test_importing_jaxlinops_does_not_import_pytest_or_torch():
     code = "import sys, jaxlinops; print('pytest' in sys.modules, 'torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False"]
+
+
+def test_checks_compare_broadcast_dims_as_torchlinops():
+    """`SumReduce(...).H` without lengths returns a size-1 axis for the summed dim (it
+    broadcasts): the normal and transpose checks accept it, as torch.isclose would."""
+    A = jl.SumReduce("A B C", "A B")
+    x = jax.random.normal(jax.random.key(0), (5, 2, 3), jnp.float64)
+    y = jax.random.normal(jax.random.key(1), (5, 2), jnp.float64)
+    assert A.H(y).shape == (5, 2, 1)
+    jl.testing.assert_normal(A, x)
+    jl.testing.assert_linear_transpose(A, x, y)

@@ -23,6 +23,44 @@ def pad_widths(im_size: Sequence[int], pad_im_size: Sequence[int]) -> tuple[tupl
     return _widths(*check_sizes("pad_widths", im_size, pad_im_size))
 
 
+def pad_to_size(grid_size: Sequence[int], padded_size: Sequence[int]) -> list[int]:
+    """The centered padding of `grid_size` to `padded_size` as a flat list in
+    `torch.nn.functional.pad`'s order: last axis first, `[before_last, after_last,
+    before_second_last, ...]` (torchlinops' `pad_to_size`).
+
+    The widths are those of [`pad_widths`][]: `pad_to_size((10, 10), (21, 21)) ==
+    [5, 6, 5, 6]`.
+    """
+    grid = as_sizes(grid_size, "`pad_to_size(grid_size=...)`")
+    padded = as_sizes(padded_size, "`pad_to_size(padded_size=...)`")
+    if len(grid) != len(padded):
+        raise ValueError(
+            f"`pad_to_size`: cannot pad from size {grid} to size {padded}: they need the same "
+            f"number of axes."
+        )
+    return [w for pair in reversed(_widths(grid, padded)) for w in pair]
+
+
+def pad_to_scale(grid_size: Sequence[int], scale_factor: float) -> list[int]:
+    """[`pad_to_size`][] to `int(n * scale_factor)` along each axis of size `n`:
+    `pad_to_scale((10, 10), 2.0) == [5, 5, 5, 5]`."""
+    return pad_to_size(grid_size, [int(n * scale_factor) for n in grid_size])
+
+
+def crop_slice_from_pad(pad: Sequence[int]) -> list[slice]:
+    """The slices, first axis first, that undo a padding list in
+    `torch.nn.functional.pad`'s order (as [`pad_to_size`][] returns):
+    `crop_slice_from_pad([0, 0, 5, 5]) == [slice(5, -5), slice(0, None)]`."""
+    widths = as_sizes(pad, "`crop_slice_from_pad(pad=...)`")
+    if len(widths) % 2:
+        raise ValueError(
+            f"`crop_slice_from_pad`: expects (before, after) pairs, an even number of widths; "
+            f"got {list(widths)}."
+        )
+    pairs = zip(widths[0::2], widths[1::2])
+    return [slice(before, -after if after else None) for before, after in pairs][::-1]
+
+
 def center_pad(x: jax.Array, im_size: Sequence[int], pad_im_size: Sequence[int]) -> jax.Array:
     """Zero-pad the last `len(im_size)` axes of `x` from `im_size` to `pad_im_size`, centered.
 

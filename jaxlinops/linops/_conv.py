@@ -12,7 +12,7 @@ import numpy as np
 from .._arrays import as_array, as_inexact, promote, promote_inexact, right_align
 from .._core import Coupling, NamedLinop, Tiling, dims_field, normal_renaming
 from .._default_dims import GRID_DIMS
-from .._dims import Dims, DimsLike, as_dims, fmt, next_unused, substitute
+from .._dims import ELLIPSIS, Dims, DimsLike, as_dims, fmt, next_unused, substitute
 
 _PADDING_MODES = ("zeros", "circular")
 _NORMAL_MODES = (None, "conv", "fft")
@@ -24,15 +24,18 @@ class Convolution(NamedLinop):
     Dims: `batch_shape + in_grid_shape -> batch_shape + out_grid_shape`. The kernel has
     one axis per grid dim and its centre at $c = k // 2$ on each axis (an even size is
     padded to odd with a trailing zero); the output has the size of the input ("same").
-    Every leading batch entry is convolved alike (no channel mixing). With
+    A kernel with more axes than grid dims convolves the trailing batch axes too (as
+    torchlinops convolves the last `kernel.ndim` axes); the batch dims it covers are
+    not tiled. The other batch entries are convolved alike (no channel mixing). With
     `padding_mode="zeros"`, $x$ is zero outside the grid; with `"circular"`, it is
     periodic. The adjoint is the correlation with $\bar h$ under the same boundary.
     The sums run in the common dtype of kernel and input: an integer kernel and integer
     input together raise a TypeError (they would overflow silently).
 
-    `normal_mode` (circular padding only) selects the normal $A^H A$: `"conv"` gives a
-    circular `Convolution` with the autocorrelation kernel (size $2k - 1$), `"fft"` an
-    operator that multiplies by $|\hat h|^2$ in the Fourier domain; `None` the default.
+    `normal_mode` (circular padding only, checked when the normal is built) selects the
+    normal $A^H A$: `"conv"` gives a circular `Convolution` with the autocorrelation
+    kernel (size $2k - 1$), `"fft"` an operator that multiplies by $|\hat h|^2$ in the
+    Fourier domain; `None` the default.
     """
 
     kernel: jax.Array
@@ -55,16 +58,18 @@ class Convolution(NamedLinop):
     ):
         """**Arguments:**
 
-        - `kernel`: the kernel $h$, one axis per grid dim (1 to 3 axes).
+        - `kernel`: the kernel $h$, 1 to 3 axes: one per grid dim, after any that
+          convolve trailing batch axes.
         - `batch_shape`: leading dims convolved alike (default `"..."`).
         - `in_grid_shape`: the grid dims of the input (default `Nx[, Ny[, Nz]]`).
         - `out_grid_shape`: the grid dims of the output (default: the input grid dims
           renamed, `Nx1[, Ny1[, Nz1]]`).
         - `padding_mode`: `"zeros"` or `"circular"` (periodic boundary).
         - `normal_mode`: `None`, `"conv"` or `"fft"` (the last two need circular padding).
-        - `wrap_kernel`: in circular mode, accept a kernel larger than the grid and wrap it
-          around periodically. Without it such a kernel raises a ValueError. The
-          autocorrelation kernel of `normal_mode="conv"` uses this.
+        - `wrap_kernel`: in circular mode, accept a kernel whose radius $k // 2$ exceeds
+          the grid and wrap it around periodically. Without it such a kernel raises a
+          ValueError (as torchlinops' circular padding does). The autocorrelation kernel
+          of `normal_mode="conv"` uses this.
         """
         self.kernel = as_array(kernel, "`Convolution(kernel=...)`")
         dims = conv_dims(self.kernel, batch_shape, in_grid_shape, out_grid_shape)
@@ -74,7 +79,9 @@ class Convolution(NamedLinop):
         self.wrap_kernel = bool(wrap_kernel)
 
     def __check_init__(self):
-        check_kernel(self.name, self.kernel, self.in_grid_shape, self.out_grid_shape)
+        check_kernel(
+            self.name, self.kernel, self.batch_shape, self.in_grid_shape, self.out_grid_shape
+        )
         if self.padding_mode not in _PADDING_MODES:
             raise ValueError(
                 f"`Convolution(padding_mode=...)` must be one of {_PADDING_MODES}; got "
@@ -84,12 +91,6 @@ class Convolution(NamedLinop):
             raise ValueError(
                 f"`Convolution(normal_mode=...)` must be one of {_NORMAL_MODES}; got "
                 f"{self.normal_mode!r}."
-            )
-        if self.normal_mode is not None and self.padding_mode != "circular":
-            raise ValueError(
-                f"`Convolution(normal_mode={self.normal_mode!r})` only supports circular "
-                f"padding; got padding_mode={self.padding_mode!r}. Use "
-                f"`padding_mode='circular'` or `normal_mode=None`."
             )
 
     @property
@@ -101,14 +102,15 @@ class Convolution(NamedLinop):
         return self.batch_shape + self.out_grid_shape
 
     def tiling(self) -> Tiling:
-        return Tiling(batch=self.batch_shape)
+        return Tiling(batch=free_batch(self.batch_shape, self.kernel, self.in_grid_shape))
 
     def coupling(self, dim: str) -> Coupling:
         """A halo of the kernel's radius along the grid dims, periodic with circular
         padding (the grid splits by halo exchange: see `jaxlinops._core._coupling`)."""
+        extra = self.kernel.ndim - len(self.in_grid_shape)
         for grid in (self.in_grid_shape, self.out_grid_shape):
             if dim in grid:
-                radius = self.kernel.shape[grid.index(dim)] // 2
+                radius = self.kernel.shape[extra + grid.index(dim)] // 2
                 return Coupling.halo(radius, periodic=self.padding_mode == "circular")
         return super().coupling(dim)
 
@@ -119,14 +121,22 @@ class Convolution(NamedLinop):
         return self._correlate(y, jnp.conj(odd_kernel(self.kernel)))
 
     def _correlate(self, x: jax.Array, w: jax.Array) -> jax.Array:
+        check_axes(self.name, self.kernel, x)
         circular = self.padding_mode == "circular"
         if circular and not self.wrap_kernel:
-            check_fits(self.name, self.kernel.shape, x.shape)
+            check_fits(self.name, self.kernel.shape, x.shape, whole=False)
         return correlate(x, w, circular)
 
     def _normal(self, inner: NamedLinop | None) -> NamedLinop | None:
         if self.normal_mode is None or inner is not None:
             return None
+        if self.padding_mode != "circular":
+            mode = {"fft": "FFT", "conv": "Conv"}[self.normal_mode]
+            raise ValueError(
+                f"`Convolution(normal_mode={self.normal_mode!r})`.N: {mode} normal mode only "
+                f"supports circular padding; got padding_mode={self.padding_mode!r}. Use "
+                f"`padding_mode='circular'` or `normal_mode=None`."
+            )
         out_grid = substitute(self.in_grid_shape, normal_renaming(self))
         if self.normal_mode == "fft":
             return CirculantNormal(
@@ -184,7 +194,7 @@ class CirculantNormal(NamedLinop):
         return "Convolution.N"
 
     def tiling(self) -> Tiling:
-        return Tiling(batch=self.batch_shape)
+        return Tiling(batch=free_batch(self.batch_shape, self.kernel, self.in_grid_shape))
 
     def apply(self, x: jax.Array) -> jax.Array:
         return fourier_multiply(self.name, x, self.kernel, "normal", self.wrap_kernel)
@@ -207,12 +217,13 @@ def fourier_multiply(
     convolution), the conjugate (`"adjoint"`) or $|\cdot|^2$ (`"normal"`). Real `x` and
     `kernel` give a real result. A kernel larger than the grid is refused unless
     `wrap_kernel`."""
+    check_axes(name, kernel, x)
     if not wrap_kernel:
-        check_fits(name, kernel.shape, x.shape)
+        check_fits(name, kernel.shape, x.shape, whole=True)
     x, h = promote_inexact(name, x, odd_kernel(kernel))
     ndim = h.ndim
     axes = tuple(range(x.ndim - ndim, x.ndim))
-    hf = jnp.fft.fftn(wrapped(h, x.shape[x.ndim - ndim :]))
+    hf = fourier_kernel(h, x.shape[x.ndim - ndim :])
     if transfer == "adjoint":
         hf = jnp.conj(hf)
     elif transfer == "normal":
@@ -221,6 +232,12 @@ def fourier_multiply(
     hf, xf = promote(right_align(hf, x.ndim), xf)
     out = jnp.fft.ifftn(hf * xf, axes=axes)
     return out if jnp.iscomplexobj(x) else jnp.real(out)
+
+
+def fourier_kernel(kernel: jax.Array, grid: tuple[int, ...]) -> jax.Array:
+    r"""$\hat h$: the DFT on `grid` of the odd-padded `kernel` wrapped onto it with its
+    centre $k // 2$ at index 0 (the transfer function of the circular convolution)."""
+    return jnp.fft.fftn(wrapped(odd_kernel(kernel), grid))
 
 
 def conv_dims(
@@ -233,29 +250,67 @@ def conv_dims(
     return as_dims(batch_shape, "..."), in_grid, as_dims(out_grid_shape, default_out)
 
 
-def check_kernel(name: str, kernel: jax.Array, in_grid: Dims, out_grid: Dims) -> None:
-    """Refuse a kernel without 1 to 3 axes, or grid dims that do not match its axes."""
+def check_kernel(name: str, kernel: jax.Array, batch: Dims, in_grid: Dims, out_grid: Dims) -> None:
+    """Refuse a kernel without 1 to 3 axes, grid dims that are not one per trailing kernel
+    axis, or named batch dims too few for the kernel's leading axes."""
     if not 1 <= kernel.ndim <= 3:
         raise ValueError(
             f"`{name}(kernel=...)` must have 1 to 3 axes (one per grid dim); got a "
             f"kernel of shape {tuple(kernel.shape)}."
         )
-    if len(in_grid) != kernel.ndim or len(out_grid) != kernel.ndim:
+    if len(in_grid) != len(out_grid) or not 1 <= len(in_grid) <= kernel.ndim:
         raise ValueError(
-            f"`{name}`: in_grid_shape and out_grid_shape need one dim per kernel axis "
-            f"({kernel.ndim}); got {fmt(in_grid)} and {fmt(out_grid)}."
+            f"`{name}`: in_grid_shape and out_grid_shape need one dim per trailing kernel "
+            f"axis (at most {kernel.ndim}), as many each; got {fmt(in_grid)} and "
+            f"{fmt(out_grid)}."
+        )
+    extra = kernel.ndim - len(in_grid)
+    if ELLIPSIS not in batch and len(batch) < extra:
+        raise ValueError(
+            f"`{name}`: a kernel of shape {tuple(kernel.shape)} on the grid {fmt(in_grid)} "
+            f"convolves {extra} batch axes too; got batch_shape {fmt(batch)}."
         )
 
 
-def check_fits(name: str, kernel_shape: tuple[int, ...], x_shape: tuple[int, ...]) -> None:
-    """Raise if a circular kernel is larger than the grid (the trailing axes of `x`)."""
-    grid = tuple(x_shape[len(x_shape) - len(kernel_shape) :])
-    if any(k > n for k, n in zip(kernel_shape, grid)):
+def free_batch(batch: Dims, kernel: jax.Array, in_grid: Dims) -> Dims:
+    """The batch dims no kernel axis convolves: all of `batch` for a kernel with one axis
+    per grid dim. The trailing batch dims covered by the kernel's extra leading axes are
+    not free, nor, when `"..."` is among them (its length is known only at application),
+    the named dims before it."""
+    extra = kernel.ndim - len(in_grid)
+    if extra == 0:
+        return batch
+    covered = batch[max(len(batch) - extra, 0) :]
+    if ELLIPSIS in covered:
+        return batch[: batch.index(ELLIPSIS) + 1]  # only "...", which is never tiled
+    return batch[: len(batch) - extra]
+
+
+def check_axes(name: str, kernel: jax.Array, x: jax.Array) -> None:
+    """Raise unless `x` has an axis for each kernel axis."""
+    if x.ndim < kernel.ndim:
         raise ValueError(
-            f"`{name}`: with circular padding the kernel must not be larger than the grid; "
-            f"got a kernel of shape {tuple(kernel_shape)} and an array of shape "
-            f"{tuple(x_shape)} (grid {grid}). Pass `wrap_kernel=True` to wrap the kernel "
-            f"around the grid periodically."
+            f"`{name}`: a kernel of shape {tuple(kernel.shape)} convolves the last "
+            f"{kernel.ndim} axes of its input; got an array of shape {tuple(x.shape)}."
+        )
+
+
+def check_fits(
+    name: str, kernel_shape: tuple[int, ...], x_shape: tuple[int, ...], whole: bool
+) -> None:
+    """Raise if a circular kernel does not fit the grid (the trailing axes of `x`): with
+    `whole`, a kernel larger than the grid (an FFT's transfer function is refused there,
+    as torchlinops' FFTConvolution does); else a kernel radius larger than the grid (the
+    periodic boundary would wrap more than once, which torch's circular padding refuses)."""
+    grid = tuple(x_shape[len(x_shape) - len(kernel_shape) :])
+    reach = kernel_shape if whole else tuple(k // 2 for k in kernel_shape)
+    if any(k > n for k, n in zip(reach, grid)):
+        rule = "shape" if whole else "radius k // 2 on each axis"
+        raise ValueError(
+            f"`{name}`: with circular padding the grid_sizes must be at least the kernel's "
+            f"{rule}; got a kernel of shape {tuple(kernel_shape)} and an array of shape "
+            f"{tuple(x_shape)} (grid_sizes {grid}). `Convolution(..., wrap_kernel=True)` "
+            f"wraps such a kernel around the grid periodically."
         )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Mapping
 
 import equinox as eqx
@@ -14,11 +15,13 @@ from .._core import (
     Coupling,
     NamedLinop,
     Scalar,
+    Tile,
     Tiling,
     dims_field,
     identity_normal,
     mask_padded,
     normal_oshape,
+    split_arrays,
     tile_length,
 )
 from .._dims import ELLIPSIS, Dims, DimsLike, as_dims, axis_of, fmt
@@ -98,6 +101,24 @@ class Rearrange(NamedLinop):
     def tiling(self) -> Tiling:
         return Tiling(batch=[d for d in self.ishape if d in self.oshape and self.size(d) is None])
 
+    def split(self, tile) -> NamedLinop:
+        """A tile along the dims it keeps (`tiling`) is the same operator. A dim it merges
+        or splits cannot be tiled: torchlinops' `slice(None)` (the whole dim) leaves the
+        operator unchanged, with a warning (as torchlinops warns on splitting a
+        rearrange); any bounded slice is refused."""
+        batch = self.tiling().batch
+        whole = [d for d in tile if d in self.dims and d not in batch and _covers(tile, d)]
+        if whole:
+            warnings.warn(
+                f"`Rearrange` ({fmt(self.ishape)} -> {fmt(self.oshape)}): splitting along "
+                f"{whole}, dims it merges or splits; `slice(None)` (the whole dim) leaves the "
+                f"operator unchanged, a bounded slice is refused.",
+                UserWarning,
+                stacklevel=2,
+            )
+        rest = tile.with_slices({d: s for d, s in tile.items() if d not in whole})
+        return split_arrays(self, rest, batch=batch)
+
     def apply(self, x: jax.Array) -> jax.Array:
         return self._rearrange(x, self.ipattern, self.opattern, "Rearrange")
 
@@ -113,13 +134,18 @@ class Rearrange(NamedLinop):
         return identity_normal(self) if inner is None else None
 
 
+class ShapeAssertionError(ValueError, AssertionError):
+    """Dims that do not fit `SumReduce` or `Repeat`: a ValueError, and an AssertionError as
+    torchlinops' shape assertions raise."""
+
+
 def _check_nested(name: str, big: Dims, small: Dims, verb: str) -> None:
     """`small` must be `big` less at least one dim, in the same order (`verb` for errors)."""
     rest = iter(big)
     ordered = all(d in rest for d in small)
     ellipsis_ok = (ELLIPSIS in big) == (ELLIPSIS in small)
     if not (ordered and ellipsis_ok and len(small) < len(big) and len(set(big)) == len(big)):
-        raise ValueError(
+        raise ShapeAssertionError(
             f"`{name}`: `oshape` must be `ishape` with at least one dim {verb} (same order, "
             f"no repeated dims, '...' in both or neither); got ishape "
             f"{fmt(big if verb == 'removed' else small)} and oshape "
@@ -304,6 +330,11 @@ class Repeat(NamedLinop):
                 f"`Repeat`: `n_repeats` must give the length of every new dim; missing {missing}."
             )
 
+    @property
+    def axes_lengths(self) -> dict[str, int]:
+        """torchlinops' name for the lengths of the new dims: `n_repeats` as a dict."""
+        return dict(self.n_repeats)
+
     def _all_lengths(self) -> dict[str, int]:
         return {**{d: 1 for d in self.broadcast_dims}, **dict(self.n_repeats)}
 
@@ -337,6 +368,13 @@ class Repeat(NamedLinop):
         if inner is not None:
             return None
         return Scalar(math.prod(self._all_lengths().values()), self.ishape)
+
+
+def _covers(tile: Tile, dim: str) -> bool:
+    """Whether `tile` leaves `dim` whole: torchlinops' `slice(None)` (open at the end;
+    a bounded slice is a tile, even one as long as the dim)."""
+    s = tile[dim]
+    return dim not in tile.padded and s.start in (None, 0) and s.stop is None
 
 
 def _tiled(lengths: Lengths, tile) -> dict[str, int]:

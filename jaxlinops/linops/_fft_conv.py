@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import jax
 
-from .._arrays import as_array
+from .._arrays import as_array, as_sizes
 from .._core import NamedLinop, Tiling, dims_field, normal_renaming
 from .._dims import Dims, DimsLike, substitute
-from ._conv import CirculantNormal, check_kernel, conv_dims, fourier_multiply
+from ._conv import (
+    CirculantNormal,
+    check_fits,
+    check_kernel,
+    conv_dims,
+    fourier_kernel,
+    fourier_multiply,
+    free_batch,
+)
 
 
 class FFTConvolution(NamedLinop):
@@ -43,7 +53,9 @@ class FFTConvolution(NamedLinop):
         self.batch_shape, self.in_grid_shape, self.out_grid_shape = dims
 
     def __check_init__(self):
-        check_kernel(self.name, self.kernel, self.in_grid_shape, self.out_grid_shape)
+        check_kernel(
+            self.name, self.kernel, self.batch_shape, self.in_grid_shape, self.out_grid_shape
+        )
 
     @property
     def ishape(self) -> Dims:
@@ -54,7 +66,18 @@ class FFTConvolution(NamedLinop):
         return self.batch_shape + self.out_grid_shape
 
     def tiling(self) -> Tiling:
-        return Tiling(batch=self.batch_shape)
+        return Tiling(batch=free_batch(self.batch_shape, self.kernel, self.in_grid_shape))
+
+    def fourier_kernel(self, grid_size: Sequence[int]) -> jax.Array:
+        r"""$\hat h$ on a grid of `grid_size` (the trailing `kernel.ndim` axes of an
+        input): the multiplier this operator applies in the Fourier domain. Computed on
+        each call (operators are immutable; under `jit` XLA keeps it with the program)."""
+        grid = as_sizes(grid_size, f"`{self.name}.fourier_kernel(grid_size=...)`")
+        check_fits(self.name, self.kernel.shape, grid, whole=True)
+        return fourier_kernel(self.kernel, grid)
+
+    _get_fourier_kernel = fourier_kernel
+    """torchlinops' name for [`fourier_kernel`][] (which caches it there)."""
 
     def apply(self, x: jax.Array) -> jax.Array:
         return fourier_multiply(self.name, x, self.kernel, "forward")

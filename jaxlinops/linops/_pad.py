@@ -33,6 +33,26 @@ class AbstractCenterResize(NamedLinop):
     def oshape(self) -> Dims:
         return self.batch_shape + self.out_shape
 
+    @property
+    def in_im_shape(self) -> Dims:
+        """torchlinops' name for `in_shape`, the image dims of the input."""
+        return self.in_shape
+
+    @property
+    def out_im_shape(self) -> Dims:
+        """torchlinops' name for `out_shape`, the image dims of the output."""
+        return self.out_shape
+
+    @property
+    def in_im_size(self) -> tuple[int, ...]:
+        """torchlinops' name for `in_size`, the image sizes of the input."""
+        return self.in_size
+
+    @property
+    def out_im_size(self) -> tuple[int, ...]:
+        """torchlinops' name for `out_size`, the image sizes of the output."""
+        return self.out_size
+
     def size(self, dim: str) -> int | None:
         return size_of(dim, (self.in_shape, self.in_size), (self.out_shape, self.out_size))
 
@@ -67,15 +87,15 @@ class Pad(AbstractCenterResize):
 
         - `pad_im_size`: the padded sizes of the last $D$ axes (given **first**).
         - `im_size`: the image sizes of the last $D$ axes.
-        - `in_shape`: the $D$ image dims of the input (default `("Nx", "Ny", "Nz")[:D]`).
+        - `in_shape`: the $D$ image dims of the input (default `("Nx", "Ny", "Nz")[:D]`),
+          optionally after further batch dims (see `image_shapes`).
         - `out_shape`: the $D$ padded dims of the output (default: each input dim renamed,
           `Nx -> Nx1`).
         - `batch_shape`: leading dims, shared by input and output (default `"..."`).
         """
         self.im_size, self.pad_im_size = check_sizes("Pad", im_size, pad_im_size)
-        self.batch_shape = as_dims(batch_shape, ELLIPSIS)
-        self.in_shape, self.out_shape = image_shapes(
-            "Pad", in_shape, out_shape, self.im_size, self.batch_shape
+        self.batch_shape, self.in_shape, self.out_shape = image_shapes(
+            "Pad", in_shape, out_shape, self.im_size, as_dims(batch_shape, ELLIPSIS)
         )
 
     @property
@@ -125,16 +145,16 @@ class Crop(AbstractCenterResize):
 
         - `crop_im_size`: the cropped sizes of the last $D$ axes (given **first**).
         - `im_size`: the input sizes of the last $D$ axes.
-        - `in_shape`: the $D$ image dims of the input (default `("Nx", "Ny", "Nz")[:D]`).
+        - `in_shape`: the $D$ image dims of the input (default `("Nx", "Ny", "Nz")[:D]`),
+          optionally after further batch dims (see `image_shapes`).
         - `out_shape`: the $D$ cropped dims of the output (default: each input dim
           renamed, `Nx -> Nx1`).
         - `batch_shape`: leading dims, shared by input and output (default `"..."`).
         """
         labels = ("crop size", "image size")
         self.crop_im_size, self.im_size = check_sizes("Crop", crop_im_size, im_size, labels)
-        self.batch_shape = as_dims(batch_shape, ELLIPSIS)
-        self.in_shape, self.out_shape = image_shapes(
-            "Crop", in_shape, out_shape, self.im_size, self.batch_shape
+        self.batch_shape, self.in_shape, self.out_shape = image_shapes(
+            "Crop", in_shape, out_shape, self.im_size, as_dims(batch_shape, ELLIPSIS)
         )
 
     @property
@@ -157,8 +177,16 @@ class Crop(AbstractCenterResize):
 
 def image_shapes(
     name: str, in_shape: DimsLike, out_shape: DimsLike, im_size: tuple, batch_shape: Dims
-) -> tuple[Dims, Dims]:
-    """`(in_shape, out_shape)` with torchlinops' defaults: `Nx, Ny, Nz` and `Nx1, Ny1, Nz1`."""
+) -> tuple[Dims, Dims, Dims]:
+    """`(batch_shape, in_shape, out_shape)` with torchlinops' defaults: `Nx, Ny, Nz` and
+    `Nx1, Ny1, Nz1`.
+
+    An `in_shape` naming more than the $D$ image dims (torchlinops' `Pad((20, 20), (10,
+    10), Dim("AXY"))`) names batch dims first: they join `batch_shape` and keep their
+    names in the output (torchlinops renames them, `A -> A1`; here they stay batch dims, so
+    a tile along them is the same operator). An `out_shape` naming them too must repeat
+    them.
+    """
     ndim = len(im_size)
     if in_shape is None and ndim > len(GRID_DIMS):
         raise ValueError(
@@ -166,10 +194,21 @@ def image_shapes(
             f"`in_shape` for {ndim} axes."
         )
     in_shape = as_dims(in_shape, GRID_DIMS[:ndim])
+    extra = in_shape[: max(len(in_shape) - ndim, 0)] if ELLIPSIS not in in_shape else ()
+    batch_shape, in_shape = batch_shape + extra, in_shape[len(extra) :]
     if out_shape is None:
         avoid = in_shape + batch_shape
-        return in_shape, tuple(next_unused(d, avoid) for d in in_shape)
-    return in_shape, as_dims(out_shape)
+        return batch_shape, in_shape, tuple(next_unused(d, avoid) for d in in_shape)
+    out_shape = as_dims(out_shape)
+    if extra and len(out_shape) > ndim:
+        if out_shape[: len(out_shape) - ndim] != extra:
+            raise ValueError(
+                f"`{name}`: `in_shape` {fmt(extra + in_shape)} names the batch dims "
+                f"{fmt(extra)} before its {ndim} image dims; `out_shape` must repeat them, "
+                f"got {fmt(out_shape)}."
+            )
+        out_shape = out_shape[len(out_shape) - ndim :]
+    return batch_shape, in_shape, out_shape
 
 
 def check_image_shapes(op, sizes: tuple[tuple[int, ...], tuple[int, ...]]) -> None:
