@@ -5,6 +5,7 @@ Modules, lowest first (each imports only those before it):
 - `_coupling`: what operators declare about splitting (`Coupling`, `Tiling`, `OffGrid`);
 - `_linop`: the base class, dims fields and renaming, and the `Algebra` slot;
 - `_tiles`: tiles (`Tile`, `split`, `slice_arrays`, `split_linop`);
+- `_schedule`: how containers run their children (`parallel_execute`);
 - `_containers`: shape bookkeeping shared by container operators;
 - `_adjoint`, `_identity`, `_diagonal`, `_chain`, `_scalar`: the algebra's operators;
 - `_unify`, `_add`: sums of parallel operators;
@@ -22,7 +23,9 @@ from ._add import Add as Add
 from ._adjoint import Adjoint as Adjoint
 from ._chain import Chain as Chain
 from ._containers import (
+    Composite as Composite,
     Container as Container,
+    Scheduled as Scheduled,
     add_all as add_all,
     as_linops as as_linops,
     block_apply as block_apply,
@@ -69,6 +72,7 @@ from ._normal import (
     with_oshape as with_oshape,
 )
 from ._scalar import Scalar as Scalar
+from ._schedule import check_schedule as check_schedule, parallel_execute as parallel_execute
 from ._tiles import (
     ArrayAxes as ArrayAxes,
     Tile as Tile,

@@ -2,18 +2,30 @@
 
 from __future__ import annotations
 
+import equinox as eqx
 import jax
 
 from .._dims import Dims
-from ._containers import Container, add_all, as_linops, call_adjoint, consistent_size
+from ._containers import (
+    Container,
+    Scheduled,
+    as_linops,
+    block_apply,
+    call_adjoint,
+    consistent_size,
+)
 from ._linop import NamedLinop, adjoint_label, check_label
+from ._schedule import check_schedule
 from ._unify import most_specific, unify
 
 
-class Add(Container):
+class Add(Container, Scheduled):
     r"""$(A_1 + \dots + A_n) x$; every $A_i$ maps `ishape -> oshape`."""
 
     linops: tuple[NamedLinop, ...]
+    threaded: bool = eqx.field(static=True)
+    num_workers: int | None = eqx.field(static=True)
+    accumulate: bool = eqx.field(static=True)
 
     def __init__(
         self,
@@ -28,15 +40,18 @@ class Add(Container):
 
         - `linops`: the addends, all mapping the same `ishape -> oshape` (wildcards are
           resolved against the most specific one).
+        - `threaded`, `num_workers`, `accumulate`: torchlinops' scheduling options, kept
+          as fields; the addends are summed by `parallel_execute` (`accumulate`: in
+          batches of `num_workers`, to bound memory outside `jit`; `threaded` changes
+          nothing, see there).
         - `name`: a display name, shown by `repr` and in errors.
-
-        torchlinops' scheduling options are accepted and ignored, since they cannot change
-        the sum: `threaded` and `num_workers` (a thread per addend; XLA schedules a jitted
-        sum itself), `accumulate` (summing in batches to save memory) and `stream` (a
-        CUDA stream).
+        - `stream`: torchlinops' CUDA stream; accepted and ignored (JAX orders device
+          work itself).
         """
         self.label = check_label("Add", name)
         self.linops = unify("Add", as_linops("Add", linops))
+        self.num_workers = check_schedule("Add", threaded, num_workers, accumulate)
+        self.threaded, self.accumulate = threaded, accumulate
 
     @property
     def ishape(self) -> Dims:
@@ -47,13 +62,19 @@ class Add(Container):
         return most_specific(self.linops).oshape
 
     def apply(self, x: jax.Array) -> jax.Array:
-        return add_all([op(x) for op in self.linops])
+        return block_apply(self, x, [op.__call__ for op in self.linops])
 
     def apply_adjoint(self, y: jax.Array) -> jax.Array:
-        return add_all([call_adjoint(op, y) for op in self.linops])
+        return block_apply(self, y, [lambda v, op=op: call_adjoint(op, v) for op in self.linops])
 
     def adjoint(self) -> NamedLinop:
-        return Add(*(op.adjoint() for op in self.linops), name=adjoint_label(self.label))
+        return Add(
+            *(op.adjoint() for op in self.linops),
+            threaded=self.threaded,
+            num_workers=self.num_workers,
+            accumulate=self.accumulate,
+            name=adjoint_label(self.label),
+        )
 
     def size(self, dim: str) -> int | None:
         return consistent_size("Add", self.linops, dim)

@@ -1,26 +1,70 @@
 """Shape bookkeeping shared by the container operators (Chain, Add, Concat, Stack)."""
 
 from collections.abc import Sequence
+from typing import Self, overload
 
+import equinox as eqx
 import jax
 from equinox import AbstractVar
 
 from .._arrays import promote
+from .._dims import Dims, unique
 from ._coupling import Coupling, strongest
 from ._linop import Labelled, NamedLinop, all_dims, check_input
+from ._schedule import parallel_execute
 from ._tiles import split_children
 
 
-class Container(Labelled):
-    """An operator made of the sub-operators `linops` (its `children`): a dim couples as
-    strongly as in the child that couples it most, and a tile is every child's tile. It
-    may carry a display name (`name=`, its `label`)."""
+class Composite(Labelled):
+    """An operator made of the sub-operators `linops` (its `children`), indexed like a
+    list of them: `len(A)`, `A[i]` (a child) and `A[i:j]` (the same kind of operator made
+    of those children). It may carry a display name (`name=`, its `label`)."""
 
     linops: AbstractVar[tuple[NamedLinop, ...]]
 
     @property
     def children(self) -> tuple[NamedLinop, ...]:
         return self.linops
+
+    def __len__(self) -> int:
+        return len(self.linops)
+
+    @overload
+    def __getitem__(self, index: int) -> NamedLinop: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Self: ...
+
+    def __getitem__(self, index: int | slice) -> NamedLinop:
+        if not isinstance(index, slice):
+            return self.linops[index]
+        kept = self.linops[index]
+        if not kept:
+            raise IndexError(
+                f"`{self.name}[{index.start}:{index.stop}:{index.step}]` selects none of its "
+                f"{len(self.linops)} operators; a container needs at least one."
+            )
+        return eqx.tree_at(lambda o: o.linops, self, kept)
+
+
+class Scheduled(NamedLinop):
+    """An operator that runs its children through `parallel_execute`, with torchlinops'
+    options `threaded`, `num_workers` and `accumulate` (see there)."""
+
+    threaded: AbstractVar[bool]
+    num_workers: AbstractVar[int | None]
+    accumulate: AbstractVar[bool]
+
+
+class Container(Composite):
+    """A composite whose dims couple as strongly as in the child that couples them most,
+    and whose tile is every child's tile."""
+
+    @property
+    def dims(self) -> Dims:
+        """The dims of every child, in order, without repeats (torchlinops' container
+        `dims`: a chain's internal dims too)."""
+        return unique(self.ishape + self.oshape + sum((op.dims for op in self.linops), ()))
 
     def coupling(self, dim: str) -> Coupling:
         """The strongest coupling of `dim` among the children that have it."""
@@ -71,12 +115,17 @@ def add_all(arrays: Sequence[jax.Array]) -> jax.Array:
     return total
 
 
-def block_apply(x: jax.Array, calls, split=None, join=None) -> jax.Array:
-    """Run one block per call: `split(x)` gives each block its input (else all get `x`),
-    `join(outputs)` assembles the result (else the outputs are summed)."""
+def block_apply(op: Scheduled, x: jax.Array, calls, split=None, join=None, merge=None):
+    """Run one block per call, scheduled by `op`'s options (see `parallel_execute`):
+    `split(x)` gives each block its input (else all get `x`), `join(outputs)` assembles
+    the result (else the outputs are summed), and `merge(result, joined)` adds a joined
+    batch to the running result when accumulating (else `join` of the two)."""
     parts = split(x) if split is not None else [x] * len(calls)
-    outs = [call(p) for call, p in zip(calls, parts)]
-    return join(promote(*outs)) if join is not None else add_all(outs)
+    reduce_fn = (lambda outs: join(promote(*outs))) if join is not None else add_all
+    merge_fn = None if merge is None else lambda a, b: merge(*promote(a, b))
+    return parallel_execute(
+        calls, parts, None, reduce_fn, op.threaded, op.num_workers, op.accumulate, merge_fn
+    )
 
 
 def children_coupling(linops: Sequence[NamedLinop], dim: str) -> Coupling:

@@ -81,7 +81,8 @@ class Diagonal(SameDims):
             )
         if any(d not in dst for d in src):
             raise ValueError(
-                f"{name}`: every dim of weight_shape={fmt(src)} must be in ioshape={fmt(dst)}."
+                f"{name}`: weight dimensions must be named in ioshape: every dim of "
+                f"weight_shape={fmt(src)} must be in ioshape={fmt(dst)}."
             )
         axes: dict[str, list[int]] = {}
         for d in src:

@@ -72,7 +72,7 @@ class Identity(NamedLinop):
         tile."""
         out = split_arrays(Identity(self.ishape, self.oshape), tile, (), self.tiling().batch)
         if not self.sizes or not isinstance(out, Identity):
-            return out
+            return self if out == self else out
         sizes = {d: tile_length(tile, d, n) for d, n in self.sizes}
         return Identity(out.ishape, out.oshape, sizes)
 
@@ -83,13 +83,26 @@ class Identity(NamedLinop):
         return y
 
     def adjoint(self) -> NamedLinop:
+        """$I^H = I$: `self` when it renames no dim (torchlinops' `I.H is I`)."""
+        if self.ishape == self.oshape:
+            return self
         return Identity(self.oshape, self.ishape, dict(self.sizes))
 
     def _normal(self, inner: NamedLinop | None) -> NamedLinop | None:
         if inner is None:
             sizes = {d: n for d, n in self.sizes if d in self.ishape}
-            return Identity(self.ishape, sizes=sizes)
+            normal = Identity(self.ishape, sizes=sizes)
+            return self if normal == self else normal
         return inner if self.ishape == self.oshape else None
+
+    def __pow__(self, p) -> Identity:
+        """$I^p = I$ (`self`), for an identity that renames no dim."""
+        if self.ishape != self.oshape:
+            raise ValueError(
+                f"`{self.name}({fmt(self.ishape)} -> {fmt(self.oshape)}) ** {p!r}`: only an "
+                f"identity that renames no dim can be raised to a power."
+            )
+        return self
 
 
 def ShapeSpec(ishape: DimsLike = ("...",), oshape: DimsLike = None) -> Identity:
@@ -159,7 +172,8 @@ class Zero(NamedLinop):
 
     def split(self, tile) -> NamedLinop:
         sizes = {d: tile_length(tile, d, n) for d, n in self.sizes}
-        return Zero(self.ishape, self.oshape, sizes)
+        out = Zero(self.ishape, self.oshape, sizes)
+        return self if out == self else out
 
     def apply(self, x: jax.Array) -> jax.Array:
         return self._zeros(x, self.ishape, self.oshape)

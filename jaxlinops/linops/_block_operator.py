@@ -9,9 +9,10 @@ import equinox as eqx
 import jax
 
 from .._core import (
+    Composite,
     Coupling,
-    Labelled,
     NamedLinop,
+    Scheduled,
     Tile,
     Zero,
     as_tile,
@@ -23,12 +24,11 @@ from .._core import (
 from .._dims import Dims
 
 
-class AbstractBlockOperator(Labelled):
+class AbstractBlockOperator(Composite, Scheduled):
     """A block operator: the input is optionally split along `idim` between the children,
     and the outputs are joined along `odim` or summed. Subclasses define how. It may carry
     a display name (`name=`, its `label`)."""
 
-    linops: eqx.AbstractVar[tuple[NamedLinop, ...]]
     idim: eqx.AbstractVar[Dims]
     odim: eqx.AbstractVar[Dims]
     _grows_last_block: ClassVar[bool] = True  # False: padded entries become zero blocks
@@ -42,12 +42,13 @@ class AbstractBlockOperator(Labelled):
         """A function joining block outputs into an array laid out by `shape`."""
 
     @abc.abstractmethod
+    def _merger(self, dim: str, shape: Dims) -> Callable | None:
+        """A function merging two joined batches of block outputs (when accumulating);
+        None: joining the two."""
+
+    @abc.abstractmethod
     def _extents(self, dim: str) -> list[tuple[int, int]]:
         """The index range `[start, stop)` of each block along the block dim `dim`."""
-
-    @property
-    def children(self) -> tuple[NamedLinop, ...]:
-        return self.linops
 
     def coupling(self, dim: str) -> Coupling:
         """None along the block dims (a tile keeps the blocks it covers); elsewhere the
@@ -112,7 +113,8 @@ class AbstractBlockOperator(Labelled):
     def _run(self, x, calls, idim: Dims, odim: Dims, ishape: Dims, oshape: Dims):
         split = self._splitter(idim[0], ishape, len(calls)) if idim else None
         join = self._joiner(odim[0], oshape) if odim else None
-        return block_apply(x, calls, split, join)
+        merge = self._merger(odim[0], oshape) if odim else None
+        return block_apply(self, x, calls, split, join, merge)
 
     def apply(self, x: jax.Array) -> jax.Array:
         calls = [op.__call__ for op in self.linops]

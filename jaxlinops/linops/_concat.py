@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 
+import equinox as eqx
 import jax.numpy as jnp
 
 from .._core import (
@@ -11,6 +12,7 @@ from .._core import (
     adjoint_label,
     as_linops,
     check_label,
+    check_schedule,
     consistent_size,
     dims_field,
     most_specific,
@@ -43,6 +45,9 @@ class Concat(AbstractBlockOperator):
     linops: tuple[NamedLinop, ...]
     idim: Dims = dims_field()
     odim: Dims = dims_field()
+    threaded: bool = eqx.field(static=True)
+    num_workers: int | None = eqx.field(static=True)
+    accumulate: bool = eqx.field(static=True)
 
     def __init__(
         self,
@@ -62,19 +67,26 @@ class Concat(AbstractBlockOperator):
         - `odim`: the output dim along which block outputs are concatenated.
         - `name`: a display name, shown by `repr` and in errors.
 
-        torchlinops' scheduling options are accepted and ignored, since they cannot change
-        the result: `threaded` and `num_workers` (a thread per block; XLA schedules a
-        jitted program itself), `accumulate` (joining in batches to save memory) and
-        `stream` (a CUDA stream).
+        - `threaded`, `num_workers`, `accumulate`: torchlinops' scheduling options, kept
+          as fields; the blocks run through `parallel_execute` (`accumulate`: joined in
+          batches of `num_workers`, to bound memory outside `jit`; `threaded` changes
+          nothing, see there).
+        - `stream`: torchlinops' CUDA stream; accepted and ignored (JAX orders device
+          work itself).
         """
         self.label = check_label("Concat", name)
+        self.num_workers = check_schedule("Concat", threaded, num_workers, accumulate)
+        self.threaded, self.accumulate = threaded, accumulate
         self.linops = unify("Concat", as_linops("Concat", linops))
         self.idim = _one_dim("Concat(idim=...)", idim)
         self.odim = _one_dim("Concat(odim=...)", odim)
 
     def __check_init__(self):
         if not self.idim and not self.odim:
-            raise ValueError("`Concat` needs `idim`, `odim` or both; got neither.")
+            raise ValueError(
+                "`Concat` needs `idim`, `odim` or both. At least one of them must be given; got "
+                "neither."
+            )
         for d in self.idim:
             _check_concat_dim(self.linops, d, self.ishape, "ishape")
         for d in self.odim:
@@ -92,6 +104,37 @@ class Concat(AbstractBlockOperator):
         if dim in self.idim or dim in self.odim:
             return sum(self._block_sizes(dim))
         return consistent_size("Concat", self.linops, dim)
+
+    @property
+    def idim_idx(self) -> int | None:
+        """The input axis of `idim` (negative after a `"..."`); None without `idim`."""
+        return axis_of(self.ishape, self.idim[0]) if self.idim else None
+
+    @property
+    def odim_idx(self) -> int | None:
+        """The output axis of `odim` (negative after a `"..."`); None without `odim`."""
+        return axis_of(self.oshape, self.odim[0]) if self.odim else None
+
+    @property
+    def isizes(self) -> tuple[int, ...] | None:
+        """Each block's size along `idim`; None without `idim`."""
+        return tuple(self._block_sizes(self.idim[0])) if self.idim else None
+
+    @property
+    def osizes(self) -> tuple[int, ...] | None:
+        """Each block's size along `odim`; None without `odim`."""
+        return tuple(self._block_sizes(self.odim[0])) if self.odim else None
+
+    @property
+    def islices(self) -> tuple[int, ...] | None:
+        """The end of each block along `idim` (cumulative `isizes`, torchlinops' split
+        points: `x.tensor_split(islices, idim_idx)[:-1]` are the blocks' inputs)."""
+        return None if self.isizes is None else tuple(itertools.accumulate(self.isizes))
+
+    @property
+    def oslices(self) -> tuple[int, ...] | None:
+        """The end of each block along `odim` (cumulative `osizes`)."""
+        return None if self.osizes is None else tuple(itertools.accumulate(self.osizes))
 
     def _block_sizes(self, dim: str) -> list[int]:
         """Each block's size along the concatenated dim `dim`."""
@@ -113,11 +156,17 @@ class Concat(AbstractBlockOperator):
     def _joiner(self, dim: str, shape: Dims):
         return lambda outs: jnp.concatenate(outs, axis=axis_of(shape, dim))
 
+    def _merger(self, dim: str, shape: Dims) -> None:
+        return None  # joined batches are concatenated like blocks
+
     def adjoint(self) -> NamedLinop:
         return Concat(
             *(op.adjoint() for op in self.linops),
             idim=self.odim[0] if self.odim else None,
             odim=self.idim[0] if self.idim else None,
+            threaded=self.threaded,
+            num_workers=self.num_workers,
+            accumulate=self.accumulate,
             name=adjoint_label(self.label),
         )
 

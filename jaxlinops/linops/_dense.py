@@ -9,7 +9,7 @@ import jax.numpy as jnp
 
 from .._arrays import as_array, as_inexact, promote_inexact
 from .._core import NamedLinop, Tiling, dims_field, normal_renaming
-from .._dims import ELLIPSIS, Dim, Dims, DimsLike, as_dims, fmt
+from .._dims import ELLIPSIS, Dim, Dims, DimsLike, as_dims, fmt, unique
 
 _LETTERS = string.ascii_letters
 
@@ -18,7 +18,9 @@ class Dense(NamedLinop):
     r"""$y[\mathrm{oshape}] = \sum W[\mathrm{weightshape}]\, x[\mathrm{ishape}]$.
 
     The sum runs over the dims of `weightshape` that are in `ishape` but not `oshape`;
-    dims in all three shapes are batch dims (one matrix per entry). Example: a matrix
+    dims in all three shapes are batch dims (one matrix per entry). A dim repeated in
+    `weightshape` takes the diagonal of those axes, as in `einsum`: weightshape (M, M)
+    with ishape and oshape (M) is $y_m = W_{mm} x_m$. Example: a matrix
     `W` of shape (M, N) is `Dense(W, "MN", "N", "M")`; coil maps `S` of shape
     (C, Nx, Ny) are `Dense(S, "CNxNy", "NxNy", "CNxNy")`.
 
@@ -60,8 +62,8 @@ class Dense(NamedLinop):
         if any(given) and not all(given):
             raise ValueError(
                 "`Dense` takes weightshape, ishape and oshape together, or none of them "
-                f"(to infer them); got weightshape={weightshape!r}, ishape={ishape!r}, "
-                f"oshape={oshape!r}."
+                f"(all must be None, to infer them); got weightshape={weightshape!r}, "
+                f"ishape={ishape!r}, oshape={oshape!r}."
             )
         if not any(given):
             weightshape, ishape, oshape = _inferred_shapes(self.weight.ndim)
@@ -100,11 +102,17 @@ class Dense(NamedLinop):
         return Tiling([(lambda o: o.weight, self.weightshape)], batch)
 
     def _weight(self) -> tuple[jax.Array, Dims]:
-        """The weight with broadcast axes dropped, and its dims."""
+        """The weight with broadcast axes dropped and a repeated dim reduced to its
+        diagonal ($W_{mm}$ for weightshape (M, M)), and its dims (each once)."""
         broadcasting = self._broadcasting()
         axes = tuple(i for i, d in enumerate(self.weightshape) if d in broadcasting)
         dims = tuple(d for d in self.weightshape if d not in broadcasting)
-        return jnp.squeeze(self.weight, axes), dims
+        w = jnp.squeeze(self.weight, axes)
+        once = unique(dims)
+        if once != dims:
+            letters = _letters(dims)
+            w = jnp.einsum(f"{letters(dims)}->{letters(once)}", w)
+        return w, once
 
     def _contract(self, x: jax.Array, conj: bool, src: Dims, dst: Dims) -> jax.Array:
         w, wdims = self._weight()
@@ -150,8 +158,8 @@ class Dense(NamedLinop):
 def _inferred_shapes(ndim: int) -> tuple[Dims, Dims, Dims]:
     if ndim < 2:
         raise ValueError(
-            f"`Dense(weight)` infers shapes only for weights with at least 2 axes; got "
-            f"{ndim}. Pass weightshape, ishape and oshape."
+            f"`Dense(weight)` infers shapes only for a weight at least 2D; got {ndim}D. "
+            f"Pass weightshape, ishape and oshape."
         )
     wdims = ("()",) + tuple(f"({k})" for k in range(1, ndim))
     batch = wdims[:-2]
@@ -179,9 +187,17 @@ def _check_shapes(op: Dense) -> None:
         )
     if ELLIPSIS in ws or (ELLIPSIS in ish) != (ELLIPSIS in osh):
         raise ValueError(f"{where}: '...' may appear only in both ishape and oshape.")
-    for name, shape in (("weightshape", ws), ("ishape", ish), ("oshape", osh)):
+    for name, shape in (("ishape", ish), ("oshape", osh)):
         if len(set(shape)) != len(shape):
             raise ValueError(f"{where}: {name} repeats a dim.")
+    for d in ws:
+        sizes = {n for e, n in zip(ws, op.weight.shape) if e == d}
+        if len(sizes) > 1:
+            raise ValueError(
+                f"{where}: dim {d!r} repeats in weightshape with different sizes "
+                f"{sorted(sizes)} (weight shape {tuple(op.weight.shape)}); a repeated dim "
+                f"takes the diagonal of its axes, which must have equal sizes."
+            )
     rules = (
         (ws, set(ish) | set(osh), "weight dim {} is in neither ishape nor oshape"),
         (ish, set(ws) | set(osh), "input dim {} is in neither weightshape nor oshape"),
@@ -193,7 +209,7 @@ def _check_shapes(op: Dense) -> None:
                 raise ValueError(f"{where}: {msg.format(repr(d))}.")
     for d in op.broadcast_dims:
         if d not in ws:
-            raise ValueError(f"{where}: broadcast dim {d!r} is not in weightshape.")
+            raise ValueError(f"{where}: broadcast_dim {d!r} is not in weightshape.")
         if op.weight.shape[ws.index(d)] == 1 and (d not in ish or d not in osh):
             raise ValueError(
                 f"{where}: broadcast dim {d!r} (weight size 1) must be in weightshape, "

@@ -9,7 +9,7 @@ import jax
 import jax.numpy as jnp
 
 from .._arrays import as_size, batch_shape_of, dim_sizes
-from .._core import Labelled, NamedLinop, check_label, dims_field, normal_renaming
+from .._core import Labelled, NamedLinop, adjoint_label, check_label, dims_field, normal_renaming
 from .._dims import ELLIPSIS, Dims, DimsLike, as_dims, fmt, substitute
 
 
@@ -20,8 +20,10 @@ class SimpleLinop(Labelled):
     derived as $y \mapsto \overline{f^T(\bar y)}$ with $f^T$ from `jax.linear_transpose`,
     so $f$ must be linear in the JAX sense. The derived adjoint takes the input shape
     from $y$: dims shared by `ishape` and `oshape` and the `"..."` batch axes have $y$'s
-    sizes, the other input dims their sizes from `sizes`. `A.H` wraps the operator, so
-    `A.H.H == A`. torchlinops' `fn(A, x)`, `adj_fn` and `normal_fn` call the given
+    sizes, the other input dims their sizes from `sizes`. With an `adjoint` function and
+    no `normal`, `A.H` is the SimpleLinop with the two functions swapped (as in
+    torchlinops); otherwise `A.H` wraps the operator, so that `A.H.H` is `A` with its
+    `normal` function. torchlinops' `fn(A, x)`, `adj_fn` and `normal_fn` call the given
     functions.
 
     The functions are static fields: pass module-level functions (not new lambdas on each
@@ -94,6 +96,14 @@ class SimpleLinop(Labelled):
         for d in self.ishape:
             shape.extend(batch_shape_of(self.oshape, y_shape) if d == ELLIPSIS else (known[d],))
         return tuple(shape)
+
+    def adjoint(self) -> NamedLinop:
+        if self._adjoint_fn is None or self._normal_fn is not None:
+            return super().adjoint()
+        label, sizes = adjoint_label(self.label), dict(self.sizes)
+        return SimpleLinop(
+            self._adjoint_fn, self._forward_fn, None, self.oshape, self.ishape, label, sizes
+        )
 
     def _normal(self, inner: NamedLinop | None) -> NamedLinop | None:
         if self._normal_fn is None or inner is not None:

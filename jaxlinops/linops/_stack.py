@@ -13,6 +13,7 @@ from .._core import (
     adjoint_label,
     as_linops,
     check_label,
+    check_schedule,
     consistent_size,
     dims_field,
     most_specific,
@@ -44,6 +45,9 @@ class Stack(AbstractBlockOperator):
     linops: tuple[NamedLinop, ...]
     idim: Dims = dims_field()
     odim: Dims = dims_field()
+    threaded: bool = eqx.field(static=True)
+    num_workers: int | None = eqx.field(static=True)
+    accumulate: bool = eqx.field(static=True)
     iidx: int = eqx.field(static=True)
     oidx: int = eqx.field(static=True)
     _grows_last_block: ClassVar[bool] = False
@@ -67,12 +71,16 @@ class Stack(AbstractBlockOperator):
         - `odim_and_idx`: `(dim, index)`: a new output dim at position `index` of `oshape`.
         - `name`: a display name, shown by `repr` and in errors.
 
-        torchlinops' scheduling options are accepted and ignored, since they cannot change
-        the result: `threaded` and `num_workers` (a thread per block; XLA schedules a
-        jitted program itself), `accumulate` (joining in batches to save memory) and
-        `stream` (a CUDA stream).
+        - `threaded`, `num_workers`, `accumulate`: torchlinops' scheduling options, kept
+          as fields; the blocks run through `parallel_execute` (`accumulate`: joined in
+          batches of `num_workers`, to bound memory outside `jit`; `threaded` changes
+          nothing, see there).
+        - `stream`: torchlinops' CUDA stream; accepted and ignored (JAX orders device
+          work itself).
         """
         self.label = check_label("Stack", name)
+        self.num_workers = check_schedule("Stack", threaded, num_workers, accumulate)
+        self.threaded, self.accumulate = threaded, accumulate
         self.linops = unify("Stack", as_linops("Stack", linops))
         idim, self.iidx = _dim_and_idx("idim_and_idx", idim_and_idx)
         odim, self.oidx = _dim_and_idx("odim_and_idx", odim_and_idx)
@@ -88,7 +96,10 @@ class Stack(AbstractBlockOperator):
             (self.odim, self.oidx, child.oshape),
         ):
             if dim and dim[0] in shape:
-                raise ValueError(f"`Stack`: the new dim {dim[0]!r} is already in {fmt(shape)}.")
+                raise ValueError(
+                    f"`Stack`: the children's shape {fmt(shape)} already contains the new "
+                    f"dim {dim[0]!r}; choose a new name."
+                )
             if dim and not -len(shape) - 1 <= idx <= len(shape):
                 raise ValueError(
                     f"`Stack`: index {idx} for the new dim {dim[0]!r} is out of range for "
@@ -124,11 +135,17 @@ class Stack(AbstractBlockOperator):
     def _joiner(self, dim: str, shape: Dims):
         return lambda outs: jnp.stack(outs, axis=axis_of(shape, dim))
 
+    def _merger(self, dim: str, shape: Dims):
+        return lambda a, b: jnp.concatenate((a, b), axis=axis_of(shape, dim))
+
     def adjoint(self) -> NamedLinop:
         return Stack(
             *(op.adjoint() for op in self.linops),
             idim_and_idx=(self.odim[0], self.oidx) if self.odim else None,
             odim_and_idx=(self.idim[0], self.iidx) if self.idim else None,
+            threaded=self.threaded,
+            num_workers=self.num_workers,
+            accumulate=self.accumulate,
             name=adjoint_label(self.label),
         )
 

@@ -27,11 +27,21 @@ def unbatch(op) -> NamedLinop:
         cut = {d: slice(0, v) for d, v in valid.items() if v < batch[d].tile}
         cells[index] = tiles[flat].split(Tile(cut)) if cut else tiles[flat]
     for d in reversed(op.stacked):
-        cells = np.apply_along_axis(lambda parts, d=d: _join(op, d, parts), -1, cells)
+        cells = _join_last_axis(op, d, cells)
     joined = cells.item() if cells.shape == () else cells.flat[0]
     if op.mesh is not None:
         joined = jax.device_put(joined, op.mesh.devices.flat[0])
     return joined
+
+
+def _join_last_axis(op, dim: str, cells: np.ndarray) -> np.ndarray:
+    """`_join` along the last axis of the object array `cells`. A loop: numpy's
+    `apply_along_axis` would read a container (which has `len` and indexing, as in
+    torchlinops) as the sequence of its children."""
+    out = np.empty(cells.shape[:-1], dtype=object)
+    for index in np.ndindex(*out.shape):
+        out[index] = _join(op, dim, list(cells[index]))
+    return out
 
 
 def _join(op, dim: str, parts) -> NamedLinop:

@@ -135,7 +135,7 @@ CASES = [
         "core-chain-mismatch",
         lambda: _dense() @ _dense(),
         ValueError,
-        r"`Chain`: operator 0 \(Dense\) outputs dims \(M\)",
+        r"`Chain`: Mismatched shapes: operator 0 \(Dense\) outputs dims \(M\)",
     ),
     Raises(
         "core-chain-empty", lambda: jl.Chain(), ValueError, r"`Chain` needs at least one operator"
@@ -175,7 +175,7 @@ CASES = [
         "core-stack-existing-dim",
         lambda: jl.Stack(_dense(), _dense(), odim_and_idx=("M", 0)),
         ValueError,
-        r"`Stack`: the new dim 'M' is already in",
+        r"`Stack`: the children's shape \(.*\) already contains the new dim 'M'",
     ),
     # normals and renaming
     Raises(

@@ -24,6 +24,12 @@ def make_dense_inferred(getkey, dtype):
 
 
 @operator_factory
+def make_dense_repeated_dim(getkey, dtype):
+    # weightshape (C, M, M): the diagonal W[c, m, m] scales x[m] for each output c
+    return jl.Dense(rand(getkey(), (2, 3, 3), dtype), "CMM", "M", "CM"), (3,)
+
+
+@operator_factory
 def make_dense_sense(getkey, dtype):
     maps = rand(getkey(), (3, 4, 5), dtype)
     return jl.Dense(maps, "CNxNy", "NxNy", "CNxNy"), (4, 5)
@@ -123,6 +129,12 @@ def make_stack_horizontal(getkey, dtype):
 def make_stack_vertical(getkey, dtype):
     ops = [jl.Diagonal(rand(getkey(), (4,), dtype), "...N") for _ in range(2)]
     return jl.Stack(*ops, odim_and_idx=("L", -1)), (3, 4)
+
+
+@operator_factory
+def make_stack_accumulate(getkey, dtype):
+    ops = [jl.Dense(rand(getkey(), (2, 3), dtype), "MN", "N", "M") for _ in range(3)]
+    return jl.Stack(*ops, odim_and_idx=("L", 0), accumulate=True, num_workers=2), (3,)
 
 
 @operator_factory
