@@ -64,7 +64,10 @@ import torch_jax
 jax.config.update("jax_enable_x64", True)
 torch_jax.install_tensor_methods()
 """,
-    "torch": "",
+    "torch": '''import jax
+
+jax.config.update("jax_enable_x64", True)
+''',
     "torchlinops": "",
 }
 MARKERS = """[pytest]

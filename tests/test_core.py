@@ -367,3 +367,16 @@ def test_rename_and_structural_equality(key):
     assert B.ishape == ("K",) and B.weightshape == ("M", "K") and B.weight is A.weight
     assert eqx.tree_equal(A.H.H, A)
     assert A.dims == ("N", "M")
+
+
+def test_private_annotations_are_kept_and_fields_stay_frozen():
+    import dataclasses
+
+    A = jl.Dense(np.ones((3, 4)), "M N", "N", "M")
+    A._locs_orig = "kept"  # torch code tags its modules so
+    assert A._locs_orig == "kept"
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        A.weight = np.zeros((3, 4))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        A.ishape = ("Q",)
+    assert not hasattr(jax.tree.map(lambda a: a, A), "_locs_orig")  # not in the pytree

@@ -141,6 +141,17 @@ class NamedLinop(eqx.Module, metaclass=_LinopMeta):
     def apply_adjoint(self, y: jax.Array) -> jax.Array:
         """$A^H y$ for `y` laid out by `oshape` (no input checks)."""
 
+    def __setattr__(self, name: str, value: object) -> None:
+        """Operators are immutable: assigning a field raises `FrozenInstanceError` (build a
+        changed copy with `jaxlinops.rename` or `eqx.tree_at`). A private annotation, a
+        name with a leading underscore that is not a field (`A._locs_orig = locs`, as
+        torch code tags its modules), is kept on this object; it is not part of the
+        pytree, so JAX transformations and `eqx.tree_at` do not carry it."""
+        if name.startswith("_") and name not in {f.name for f in dataclasses.fields(self)}:
+            object.__setattr__(self, name, value)
+        else:
+            super().__setattr__(name, value)
+
     # ----------------------------------------------------------------- application
     def __call__(self, x) -> jax.Array:
         """Apply the operator after checking `x` against `ishape` and known sizes."""

@@ -1,0 +1,355 @@
+"""The torch-facing mirror of jaxlinops: every name, with torch tensors in and out.
+
+`facade(obj)` turns a jaxlinops object into its torch-facing counterpart:
+
+- an operator class becomes a class of the same name whose constructor takes torch
+  tensors (converted by `to_jax_side`, zero-copy through DLPack) and returns a
+  `TorchNamedLinop`; `isinstance(A, Dense)` holds for a torch-facing `Dense`;
+- an operator becomes a `TorchNamedLinop`: a `torch.nn.Module` whose forward is the
+  operator on torch tensors with torch autograd (`interop.torch_linop`), and whose other
+  attributes (`H`, `N`, `ishape`, `split`, `weight`, ...) are the operator's, converted;
+- a function takes torch tensors and returns them (`functional.nufft`, `utils.cfftn`,
+  `create_batched_linop`, ...); a module is mirrored the same way (`_Mirror`);
+- a JAX array becomes a torch tensor; other values (shapes, dims, specs) pass unchanged.
+
+jaxlinops' modules without arrays (`config`, `nameddim`) are mirrored as they are: their
+settings are jaxlinops' own.
+"""
+
+from __future__ import annotations
+
+import enum
+import functools
+import importlib
+import importlib.abc
+import importlib.util
+import sys
+import types
+from typing import Any
+
+import jax
+import numpy as np
+import torch
+
+import jaxlinops
+from jaxlinops import NamedLinop
+
+from .._linop import torch_linop
+from .._tensors import to_jax, to_torch
+
+PREFIX = "interop.torchlinops"
+_AS_THEY_ARE = ("jaxlinops.config", "jaxlinops.nameddim")
+_NAMES = "bool int8 int16 int32 int64 uint8 float16 float32 float64 complex64 complex128"
+_DTYPES = {getattr(torch, n): np.dtype(n) for n in _NAMES.split()}
+
+
+def to_jax_side(value: Any) -> Any:
+    """Torch tensors, dtypes and devices (in lists, tuples, dicts) as JAX's; torch-facing
+    operators as their jaxlinops operators."""
+    if isinstance(value, torch.Tensor):
+        return to_jax(value)
+    if isinstance(value, TorchNamedLinop):
+        return value.linop
+    if isinstance(value, _Facing):
+        return value.target
+    if isinstance(value, _CALLBACKS):  # a torch function jaxlinops calls back: reduce_fn
+        return _callback(value)
+    if isinstance(value, torch.dtype):
+        return _DTYPES.get(value, value)
+    if isinstance(value, torch.device):
+        return _jax_device(value)
+    if type(value) in (list, tuple):
+        return type(value)([to_jax_side(v) for v in value])
+    if type(value) is dict:
+        return {k: to_jax_side(v) for k, v in value.items()}
+    return value
+
+
+def to_torch_side(value: Any) -> Any:
+    """JAX arrays (in lists, tuples, dicts) as torch tensors, operators as
+    `TorchNamedLinop`s."""
+    if isinstance(value, jax.Array):
+        return to_torch(value)
+    if isinstance(value, NamedLinop):
+        return TorchNamedLinop(value)
+    if type(value) in (list, tuple):
+        return type(value)([to_torch_side(v) for v in value])
+    if type(value) is dict:
+        return {k: to_torch_side(v) for k, v in value.items()}
+    return value
+
+
+_CALLBACKS = (types.FunctionType, types.BuiltinFunctionType, types.MethodType, functools.partial)
+
+
+def _callback(fn: Any) -> Any:
+    """A torch-side function as jaxlinops calls it: JAX arrays in, JAX arrays out."""
+
+    @functools.wraps(fn)
+    def on_arrays(*args, **kwargs):
+        return to_jax_side(fn(*to_torch_side(args), **to_torch_side(kwargs)))
+
+    return on_arrays
+
+
+def _jax_device(device: torch.device) -> Any:
+    """JAX's CPU for torch's, JAX's GPU `n` for `cuda:n`; a device JAX lacks stays torch's
+    (jaxlinops then names it in its error)."""
+    platform = "cpu" if device.type == "cpu" else "gpu"
+    try:
+        return jax.devices(platform)[device.index or 0]
+    except (RuntimeError, IndexError):
+        return device
+
+
+def facade(obj: Any) -> Any:
+    """The torch-facing counterpart of a jaxlinops object (see the module docstring)."""
+    if isinstance(obj, NamedLinop):
+        return TorchNamedLinop(obj)
+    if isinstance(obj, type) and issubclass(obj, NamedLinop):
+        return _operator_class(obj)
+    if obj is jaxlinops.testing.BaseNamedLinopTests:
+        from ._testing import BaseNamedLinopTests
+
+        return BaseNamedLinopTests
+    if isinstance(obj, types.ModuleType):
+        return importlib.import_module(PREFIX + obj.__name__.removeprefix("jaxlinops"))
+    if isinstance(obj, type) and obj.__module__.startswith(_FACING) and _plain(obj):
+        return _object_class(obj)
+    if isinstance(obj, type):
+        return obj
+    if callable(obj):
+        return _function(obj)
+    return to_torch_side(obj)
+
+
+def _function(fn: Any) -> Any:
+    @functools.wraps(fn)
+    def on_tensors(*args, **kwargs):
+        return to_torch_side(fn(*to_jax_side(args), **to_jax_side(kwargs)))
+
+    return on_tensors
+
+
+class _OperatorClass(type):
+    """The metaclass of the torch-facing operator classes: calling one builds the
+    jaxlinops operator from converted arguments; `isinstance` looks through the
+    `TorchNamedLinop`; class attributes (static methods) are the operator class's."""
+
+    linop_class: type
+
+    def __call__(cls, *args, **kwargs) -> TorchNamedLinop:
+        return TorchNamedLinop(cls.linop_class(*to_jax_side(args), **to_jax_side(kwargs)))
+
+    def __instancecheck__(cls, obj: Any) -> bool:
+        return isinstance(obj, TorchNamedLinop) and isinstance(obj.linop, cls.linop_class)
+
+    def __getattr__(cls, name: str) -> Any:
+        return facade(getattr(cls.linop_class, name))
+
+
+_CLASSES: dict[type, type] = {}  # jaxlinops class -> its torch-facing class, made once
+
+
+def _operator_class(linop_class: type) -> type:
+    if linop_class not in _CLASSES:
+        namespace = {"linop_class": linop_class, "__doc__": linop_class.__doc__}
+        _CLASSES[linop_class] = _OperatorClass(
+            linop_class.__name__, (), {**namespace, "__module__": PREFIX}
+        )
+    return _CLASSES[linop_class]
+
+
+# jaxlinops' classes whose objects take or hold operators and devices: splitting plans
+_FACING = ("jaxlinops.sharding", "jaxlinops.linops._device")
+
+
+def _plain(cls: type) -> bool:
+    """A class of objects (not an enum, an exception or a record of results)."""
+    return not issubclass(cls, (enum.Enum, BaseException, tuple))
+
+
+class _Facing:
+    """A jaxlinops object (a `TilingStrategy`, a `BatchSpec`) facing torch: its methods
+    take and return torch tensors and torch-facing operators; `target` is the object."""
+
+    def __init__(self, target: Any):
+        object.__setattr__(self, "target", target)
+
+    def __getattr__(self, name: str) -> Any:
+        return facade(getattr(self.target, name))
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        setattr(self.target, name, to_jax_side(value))
+
+    def __repr__(self) -> str:
+        return repr(self.target)
+
+    def __eq__(self, other: object) -> bool:
+        return self.target == to_jax_side(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+class _ObjectClass(type):
+    """The metaclass of torch-facing non-operator classes (see `_Facing`)."""
+
+    target_class: type
+
+    def __call__(cls, *args, **kwargs) -> _Facing:
+        return _Facing(cls.target_class(*to_jax_side(args), **to_jax_side(kwargs)))
+
+    def __instancecheck__(cls, obj: Any) -> bool:
+        return isinstance(obj, _Facing) and isinstance(obj.target, cls.target_class)
+
+    def __getattr__(cls, name: str) -> Any:
+        return facade(getattr(cls.target_class, name))
+
+
+def _object_class(target_class: type) -> type:
+    if target_class not in _CLASSES:
+        namespace = {"target_class": target_class, "__doc__": target_class.__doc__}
+        _CLASSES[target_class] = _ObjectClass(
+            target_class.__name__, (), {**namespace, "__module__": PREFIX}
+        )
+    return _CLASSES[target_class]
+
+
+class TorchNamedLinop(torch.nn.Module):
+    """A jaxlinops operator as a torch module: `A(x)` on a torch tensor with torch
+    autograd; `@`, `+`, `-`, `*`, `.H`, `.N`, `split`, `len`, indexing and every other
+    attribute of the operator, returning torch tensors and torch-facing operators.
+
+    `linop` is the jaxlinops operator. Its arrays become the module's parameters on the
+    first call (copies, as `interop.torch_linop` makes them)."""
+
+    linop: NamedLinop
+
+    def __init__(self, linop: NamedLinop):
+        super().__init__()
+        self.linop = linop
+
+    def forward(self, x: Any) -> Any:
+        if not isinstance(x, torch.Tensor):
+            return to_torch_side(self.linop(to_jax_side(x)))
+        if "module" not in self._modules:
+            self.module = torch_linop(self.linop)
+        return self.module(x)
+
+    def split(first: Any, *rest: Any) -> Any:  # noqa: N805 - torchlinops' static method
+        """`A.split(tile)`, and torchlinops' static forms `A.split(A, tile)` and
+        `type(A).split(A, tile)`."""
+        return to_torch_side(to_jax_side(first).split(*to_jax_side(rest)))
+
+    def adj_split(first: Any, *rest: Any) -> Any:  # noqa: N805 - as `split`
+        """The adjoint's tile, in the forms of `split`."""
+        return to_torch_side(to_jax_side(first).adj_split(*to_jax_side(rest)))
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return super().__getattr__(name)  # parameters and submodules
+        except AttributeError:
+            if name == "linop" or "linop" not in self.__dict__:
+                raise
+        return facade(getattr(self.linop, name))
+
+    def __repr__(self) -> str:
+        return repr(self.linop)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, TorchNamedLinop) and self.linop == other.linop
+
+    __hash__ = torch.nn.Module.__hash__
+
+    def __len__(self) -> int:
+        return len(self.linop)  # pyright: ignore[reportArgumentType]
+
+    def __getitem__(self, key: Any) -> Any:
+        return to_torch_side(self.linop[key])  # pyright: ignore[reportIndexIssue]
+
+    def __iter__(self):
+        return iter(to_torch_side(list(self.linop)))  # pyright: ignore[reportArgumentType]
+
+    def __matmul__(self, other: Any) -> Any:
+        if isinstance(other, torch.Tensor):
+            return self(other)
+        return to_torch_side(self.linop @ to_jax_side(other))
+
+    def __rmatmul__(self, other: Any) -> Any:
+        return to_torch_side(to_jax_side(other) @ self.linop)
+
+    def __add__(self, other: Any) -> Any:
+        return to_torch_side(self.linop + to_jax_side(other))
+
+    def __radd__(self, other: Any) -> Any:
+        return to_torch_side(to_jax_side(other) + self.linop)
+
+    def __sub__(self, other: Any) -> Any:
+        return to_torch_side(self.linop - to_jax_side(other))
+
+    def __rsub__(self, other: Any) -> Any:
+        return to_torch_side(to_jax_side(other) - self.linop)
+
+    def __mul__(self, other: Any) -> Any:
+        return to_torch_side(self.linop * to_jax_side(other))
+
+    def __rmul__(self, other: Any) -> Any:
+        return to_torch_side(to_jax_side(other) * self.linop)
+
+    def __truediv__(self, other: Any) -> Any:
+        return to_torch_side(self.linop / to_jax_side(other))
+
+    def __neg__(self) -> Any:
+        return to_torch_side(-self.linop)
+
+    def __pow__(self, other: Any) -> Any:
+        return to_torch_side(self.linop**other)  # pyright: ignore[reportOperatorIssue]
+
+
+class _Mirror(types.ModuleType):
+    """`interop.torchlinops.<path>`: the module `jaxlinops.<path>` with torch-facing
+    attributes (or its own, for the modules without arrays, whose settings it also
+    sets)."""
+
+    def __init__(self, name: str, target: types.ModuleType):
+        super().__init__(name, target.__doc__)
+        object.__setattr__(self, "_target", target)
+        if hasattr(target, "__path__"):
+            self.__path__ = []
+        if hasattr(target, "__all__"):
+            self.__all__ = list(target.__all__)
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(self._target, name)
+        return value if self._target.__name__.startswith(_AS_THEY_ARE) else facade(value)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name.startswith("__") or not hasattr(self._target, name):
+            object.__setattr__(self, name, value)
+        else:
+            setattr(self._target, name, value)
+
+
+class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Imports `interop.torchlinops.<path>` as the `_Mirror` of `jaxlinops.<path>`."""
+
+    def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
+        if not fullname.startswith(PREFIX + "."):
+            return None
+        source = "jaxlinops" + fullname.removeprefix(PREFIX)
+        if importlib.util.find_spec(source) is None:
+            return None
+        return importlib.util.spec_from_loader(fullname, self)
+
+    def create_module(self, spec: Any) -> types.ModuleType:
+        source = importlib.import_module("jaxlinops" + spec.name.removeprefix(PREFIX))
+        return _Mirror(spec.name, source)
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        """Nothing to run: a mirror's attributes come from its jaxlinops module."""
+
+
+def install() -> None:
+    """Put the finder of `interop.torchlinops.<path>` on `sys.meta_path` (once)."""
+    if not any(isinstance(f, _Finder) for f in sys.meta_path):
+        sys.meta_path.insert(0, _Finder())

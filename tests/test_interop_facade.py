@@ -1,0 +1,74 @@
+"""`interop.torchlinops`: jaxlinops facing torch, checked against torchlinops itself on the
+same torch tensors (values, adjoints, composition, autograd, module paths)."""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+tl = pytest.importorskip("torchlinops")
+
+import interop.torchlinops as jt  # noqa: E402
+
+
+def dense_pair(weight):
+    args = (("M", "N"), ("N",), ("M",))
+    return jt.Dense(weight, *args), tl.Dense(weight, *args)
+
+
+def test_operators_take_and_return_tensors_as_torchlinops():
+    torch.manual_seed(0)
+    weight = torch.randn(3, 4, dtype=torch.complex128)
+    mine, theirs = dense_pair(weight)
+    x, y = torch.randn(4, dtype=torch.complex128), torch.randn(3, dtype=torch.complex128)
+    assert isinstance(mine, torch.nn.Module) and isinstance(mine, jt.Dense)
+    assert not isinstance(mine, jt.Diagonal)
+    for got, want in [
+        (mine(x), theirs(x)),
+        (mine.H(y), theirs.H(y)),
+        (mine.N(x), theirs.N(x)),
+        ((mine.H @ mine)(x), (theirs.H @ theirs)(x)),
+        ((2 * mine - mine)(x), theirs(x)),
+        (mine @ x, theirs(x)),
+    ]:
+        assert isinstance(got, torch.Tensor)
+        torch.testing.assert_close(got, want, rtol=1e-10, atol=1e-12)
+    assert isinstance(mine.weight, torch.Tensor) and mine.ishape == ("N",)
+
+
+def test_split_and_containers_face_torch():
+    weight = torch.randn(6, 4, dtype=torch.float64)
+    mine, theirs = dense_pair(weight)
+    tile = {"M": slice(1, 4)}
+    x = torch.randn(4, dtype=torch.float64)
+    torch.testing.assert_close(mine.split(mine, tile)(x), theirs.split(theirs, tile)(x))
+    chain = jt.Chain(mine, mine.H)
+    assert len(chain) == 2 and isinstance(chain[0], jt.Dense)
+
+
+def test_torch_autograd_gives_the_adjoint():
+    weight = torch.randn(3, 4, dtype=torch.complex128)
+    mine, _ = dense_pair(weight)
+    x = torch.randn(4, dtype=torch.complex128, requires_grad=True)
+    g = torch.randn(3, dtype=torch.complex128)
+    mine(x).backward(g)
+    torch.testing.assert_close(x.grad, weight.conj().T @ g, rtol=1e-10, atol=1e-12)
+
+
+def test_module_paths_mirror_jaxlinops():
+    import interop.torchlinops.config as config
+    import jaxlinops
+    from interop.torchlinops.linops.nufft.toeplitz import toeplitz_psf
+    from interop.torchlinops.testing import BaseNamedLinopTests
+    from interop.torchlinops.utils import cfftn
+
+    assert callable(toeplitz_psf) and issubclass(BaseNamedLinopTests, object)
+    x = torch.randn(4, 4, dtype=torch.complex128)
+    from torchlinops.utils import cfftn as reference
+
+    want = reference(x, dim=(-2, -1), norm="ortho")
+    torch.testing.assert_close(cfftn(x, dim=(-2, -1), norm="ortho"), want)
+    with config.using(shape_inference=False):
+        assert jaxlinops.config.shape_inference is False
+    with pytest.raises(ImportError):
+        import interop.torchlinops.no_such_module  # noqa: F401
