@@ -1,8 +1,9 @@
 """pytest plugin for the conformance stage: deliberate differences, scope, counts.
 
 Loaded by `conformance/run.py` into the pytest run of torchlinops' translated test suite.
-A test listed in `differences.DELIBERATE` for the mode is marked `xfail(strict=True)`: it
-is reported as an expected failure, and an unexpected pass fails the stage. A test listed
+A test listed in `differences.DELIBERATE` or `differences.KNOWN_GAPS` for the mode is
+marked `xfail(strict=True)`: it is reported as an expected failure, and an unexpected pass
+fails the stage. A test listed
 in `differences.OUT_OF_SCOPE` (torch internals, GPU hardware) is deselected and not
 counted. Outcomes per test go to the JSON file named by `CONFORMANCE_REPORT`.
 """
@@ -13,7 +14,7 @@ import json
 import os
 
 import pytest
-from differences import DELIBERATE, OUT_OF_SCOPE
+from differences import DELIBERATE, KNOWN_GAPS, OUT_OF_SCOPE
 
 MODE = os.environ.get("CONFORMANCE_MODE", "jax")
 
@@ -34,7 +35,8 @@ def _listed(table: dict[str, str], nodeid: str) -> str | None:
 
 def pytest_collection_modifyitems(config, items):
     kept, dropped = [], []
-    deliberate = {k: r for k, (modes, r) in DELIBERATE.items() if MODE in modes}
+    listed = {**DELIBERATE, **KNOWN_GAPS}
+    deliberate = {k: r for k, (modes, r) in listed.items() if MODE in modes}
     out_of_scope = {k: r for k, (modes, r) in OUT_OF_SCOPE.items() if MODE in modes}
     for item in items:
         nodeid = item.nodeid.removeprefix("tests/")

@@ -131,9 +131,12 @@ def _tensor_method(x: jax.Array, name: str) -> Any:
 
 def install_tensor_methods() -> None:
     """JAX arrays answer the tensor methods they lack (`clone`, `to`, `numpy`, `size(d)`,
-    `abs`, ...) with torch's, on a copy: the bookkeeping of a torch test, no more."""
+    `abs`, ...) with torch's, on a copy: the bookkeeping of a torch test, no more.
+    `data_ptr()` is the array's own buffer address."""
     array_type = type(jnp.zeros(()))
     array_type.size = property(_size)  # type: ignore[attr-defined]
+    # the array's own buffer (torch's method would see a copy)
+    array_type.data_ptr = lambda x: x.unsafe_buffer_pointer()  # type: ignore[attr-defined]
     array_type.__getattr__ = _tensor_method  # type: ignore[attr-defined]
 
 

@@ -17,7 +17,6 @@ from jaxlinops.linops.nufft import toeplitz, utils
 
 torch = pytest.importorskip("torch")
 tl = pytest.importorskip("torchlinops")
-sp = pytest.importorskip("sigpy")
 
 
 def test_module_paths():
@@ -28,6 +27,7 @@ def test_module_paths():
 
 @pytest.mark.parametrize("width, oversamp", [(4.0, 1.25), (6.0, 2.0)])
 def test_beta_and_apodize_weights_as_sigpy(width, oversamp):
+    sp = pytest.importorskip("sigpy")
     grid = (12, 8, 16)  # oversamp * N integral: sigpy rounds up, torchlinops down
     padded = tuple(int(oversamp * n) for n in grid)
     beta = jl.NUFFT.beta(width, oversamp)
@@ -155,3 +155,10 @@ def test_bool_sampling_nufft_adjoint():
     A = jl.NUFFT(locs, (4,), "K", mode="sampling")
     v = np.array([True, False, True])
     np.testing.assert_allclose(A.H(v), A.H(v.astype(np.complex128)), atol=1e-12)
+
+
+def test_grid_size_is_the_image_grid_as_torchlinops():
+    locs = np.random.default_rng(0).uniform(-4, 4, (6, 2)).astype(np.float32)
+    mine = jl.NUFFT(locs, (8, 10), "K")
+    theirs = tl.NUFFT(torch.from_numpy(locs), (8, 10), output_shape=("K",))
+    assert mine.grid_size == tuple(theirs.grid_size) == (8, 10)

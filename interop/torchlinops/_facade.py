@@ -58,6 +58,8 @@ def to_jax_side(value: Any) -> Any:
         return _DTYPES.get(value, value)
     if isinstance(value, torch.device):
         return _jax_device(value)
+    if isinstance(value, np.ndarray) and value.dtype == object:
+        return np.vectorize(to_jax_side, otypes=[object])(value)
     if type(value) in (list, tuple):
         return type(value)([to_jax_side(v) for v in value])
     if type(value) is dict:
@@ -72,6 +74,11 @@ def to_torch_side(value: Any) -> Any:
         return to_torch(value)
     if isinstance(value, NamedLinop):
         return TorchNamedLinop(value)
+    if isinstance(value, jax.Device):  # pyright: ignore[reportArgumentType]
+        device: Any = value
+        return torch.device("cpu" if device.platform == "cpu" else f"cuda:{device.id}")
+    if isinstance(value, np.ndarray) and value.dtype == object:  # operators by tile
+        return np.vectorize(to_torch_side, otypes=[object])(value)
     if type(value) in (list, tuple):
         return type(value)([to_torch_side(v) for v in value])
     if type(value) is dict:
@@ -235,6 +242,11 @@ class TorchNamedLinop(torch.nn.Module):
         if "module" not in self._modules:
             self.module = torch_linop(self.linop)
         return self.module(x)
+
+    def to(self, *args: Any, memory_aware: bool = False, **kwargs: Any) -> Any:
+        """torch's `Module.to`, with torchlinops' `memory_aware` accepted (no effect)."""
+        del memory_aware
+        return super().to(*args, **kwargs)
 
     def split(first: Any, *rest: Any) -> Any:  # noqa: N805 - torchlinops' static method
         """`A.split(tile)`, and torchlinops' static forms `A.split(A, tile)` and

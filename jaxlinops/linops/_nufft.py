@@ -196,6 +196,11 @@ class NUFFT(NamedLinop):
         return self.plan.mode
 
     @property
+    def grid_size(self) -> tuple[int, ...]:
+        """The image grid, one size per spatial dim (torchlinops' `grid_size`)."""
+        return self.plan.grid_size
+
+    @property
     def options(self) -> dict[str, object]:
         """torchlinops' `options`: the settings the operator was built with (`oversamp`,
         `width`, `toeplitz`, `toeplitz_oversamp`), as a fresh dict."""
