@@ -13,7 +13,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 JAX_FLOOR=925
-TORCH_FLOOR=1000
+TORCH_FLOOR=1005
 py=${PYTHON:-.venv/bin/python}
 "$py" -m pip install -q sigpy
 sdist_dir="$(mktemp -d)"
