@@ -9,7 +9,6 @@ reported as index assignments.
 from __future__ import annotations
 
 import warnings
-
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from typing import Any
