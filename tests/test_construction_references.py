@@ -161,6 +161,7 @@ REFERENCES = {
     "dense_batched": lambda g, t: _einsum("bmn,cbn->cbm", rand(g(), (3, 1, 2, 4), t)[:, 0]),
     "dense_inferred": lambda g, t: _einsum("bmn,bn->bm", rand(g(), (2, 3, 4), t)),
     "dense_sense": lambda g, t: _einsum("cxy,xy->cxy", rand(g(), (3, 4, 5), t)),
+    "dense_repeated_dim": lambda g, t: _einsum("cmm,m->cm", rand(g(), (2, 3, 3), t)),
     "diagonal": lambda g, t: _times(rand(g(), (3, 4), t)),
     "diagonal_broadcast": lambda g, t: _times(rand(g(), (3, 1), t)),
     "diagonal_real_weight": lambda g, t: _times(rand(g(), (6,), real_dtype(t))),

@@ -152,7 +152,7 @@ def test_linop_matches_functional_and_dft():
     assert rel_err(op(x), want.reshape(2, 3, 4)) <= 1e-4
     pipeline = np.asarray(x).reshape(2, -1) @ nufft_matrix(locs, grid, 2.0, 6.0).T
     assert_close(op(x), pipeline.reshape(2, 3, 4), jnp.complex128, factor=1e3)  # np.i0
-    assert op.flatten() == (op,) and isinstance(op.H, jl.Adjoint)
+    assert op.flatten() == [op] and isinstance(op.H, jl.Adjoint)
     assert op.size("Nx") == 8 and op.size("K") == 4 and op.size("C") is None
 
 

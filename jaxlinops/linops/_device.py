@@ -30,7 +30,7 @@ class DeviceSpec:
 
     **Fields:**
 
-    - `device`: a `jax.Device` or a device string (see [`resolve_device`][]; default:
+    - `device`: a `jax.Device` or a device string (see `resolve_device`; default:
       JAX's default device), stored as the `jax.Device`.
     - `compute_stream`, `transfer_stream`: torch CUDA streams; accepted and ignored (XLA
       schedules computation and transfers itself).
