@@ -14,7 +14,7 @@ from jax.typing import DTypeLike
 
 from .._arrays import as_array, as_size
 from .._core import NamedLinop
-from .._dims import ELLIPSIS
+from .._dims import ELLIPSIS, fmt
 from .._progress import Tracker, enabled
 
 Operator = Callable[[jax.Array], jax.Array]
@@ -37,7 +37,15 @@ def result_dtype(name: str, *dtypes: DTypeLike) -> np.dtype:
 
 def square_output(A: Operator, x: jax.Array, name: str, role: str = "A") -> np.dtype:
     """The output dtype of `A(x)`, after checking that `A` maps `x`'s shape to itself (the
-    square operators that CG and the power method need; dims may be renamed, as in `A.N`)."""
+    square operators that CG and the power method need; dims may be renamed, as in `A.N`).
+    A NamedLinop whose own dims say it is not square is refused before `x` is looked at."""
+    if isinstance(A, NamedLinop) and not _square(A):
+        sizes = [A.size(d) for d in A.ishape], [A.size(d) for d in A.oshape]
+        raise ValueError(
+            f"`{name}`: `{role}` must be square (map its input space to itself); "
+            f"`{A.name}` maps {fmt(A.ishape)} to {fmt(A.oshape)} (sizes {sizes[0]} to "
+            f"{sizes[1]}). Pass a square operator (e.g. `A.N`, not `A`)."
+        )
     out = jax.eval_shape(A, x)
     if not isinstance(out, jax.ShapeDtypeStruct) or out.shape != x.shape:
         got = getattr(out, "shape", type(out).__name__)
@@ -46,6 +54,16 @@ def square_output(A: Operator, x: jax.Array, name: str, role: str = "A") -> np.d
             f"{got}. Pass a square operator (e.g. `A.N`, not `A`)."
         )
     return out.dtype
+
+
+def _square(A: NamedLinop) -> bool:
+    """Whether `A`'s dims allow a square operator: as many input as output dims (a `"..."`
+    on both sides or neither), with equal sizes where both are known."""
+    ishape, oshape = A.ishape, A.oshape
+    if len(ishape) != len(oshape) or (ELLIPSIS in ishape) != (ELLIPSIS in oshape):
+        return False
+    sizes = ((A.size(i), A.size(o)) for i, o in zip(ishape, oshape) if ELLIPSIS not in (i, o))
+    return all(a is None or b is None or a == b for a, b in sizes)
 
 
 def as_vector(value: object, name: str, role: str) -> jax.Array:

@@ -31,7 +31,24 @@ def cg_with_traced_iters(n):
 ROWS = [
     # conjugate_gradients: the operators
     ("cg-A-not-callable", lambda: CG(W, Y), TypeError, r"`A` must be a NamedLinop or a callable"),
-    ("cg-A-not-square", lambda: CG(RECT, Y), ValueError, r"`A` must map its input shape"),
+    (
+        "cg-A-not-square",
+        lambda: CG(RECT, Y),
+        ValueError,
+        r"`A` must be square .*`Dense` maps \(N\) to \(M\) \(sizes \[4\] to \[3\]\)",
+    ),
+    (
+        "cg-A-not-square-y-of-its-output",  # names the operator, not the size of y
+        lambda: CG(RECT, np.ones(3)),
+        ValueError,
+        r"`conjugate_gradients`: `A` must be square",
+    ),
+    (
+        "cg-callable-not-square",
+        lambda: CG(lambda v: v[:2], Y),
+        ValueError,
+        r"`A` must map its input shape to itself; it maps \(4,\) to \(2,\)",
+    ),
     ("cg-P-not-callable", lambda: CG(A, Y, P=2.0), TypeError, r"`P` must be a NamedLinop"),
     (
         "cg-P-wrong-shape",
@@ -170,7 +187,7 @@ ROWS = [
         "power-A-not-square",
         lambda: alg.power_method(RECT, Y),
         ValueError,
-        r"`power_method`: `A` must map its input shape to itself",
+        r"`power_method`: `A` must be square",
     ),
     (
         "power-max-iters-zero",
