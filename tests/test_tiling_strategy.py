@@ -147,8 +147,15 @@ def test_construction_and_option_errors():
         TilingStrategy({"N": [0]}, [CPUS[0]])
     with pytest.raises(ValueError, match="distinct devices"):
         TilingStrategy({"N": [0, 7]}, [CPUS[0], "cpu"])
-    with pytest.raises(ValueError, match="JAX has no 'tpu' device"):
-        TilingStrategy({"N": [0, 7]}, ["tpu:0"])
+    # a device this machine lacks plans placements (as torchlinops), and split refuses it
+    planned = TilingStrategy({"N": [0, 3, 7]}, [CPUS[0], "tpu:0"]).distribute_across_devices("N")
+    assert planned.device_of((1,), DeviceRole.COMPUTE) == "tpu:0"
+    with pytest.raises(ValueError, match=r"`TilingStrategy.split`: JAX has no 'tpu' device"):
+        planned.split(dense()[0])
+    with pytest.raises(ValueError, match="a device string is"):
+        TilingStrategy({"N": [0, 7]}, ["cpu:x"])
+    with pytest.raises(TypeError, match="expects a jax.Device"):
+        TilingStrategy({"N": [0, 7]}, [3])
     with pytest.raises(ValueError, match="not tiled"):
         placed({"N": [0, 7]}).distribute_across_devices("M")
     with pytest.raises(TypeError, match=r"unknown options \['workers'\]"):

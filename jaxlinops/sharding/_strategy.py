@@ -18,6 +18,7 @@ run).
 from __future__ import annotations
 
 import enum
+import re
 from collections.abc import Mapping, Sequence
 from typing import Literal, overload
 
@@ -32,6 +33,19 @@ from ..linops import Concat, ToDevice
 from ..linops._device import resolve_device
 
 _OPTIONS = frozenset({"threaded", "num_workers", "accumulate"})
+
+
+def _placeable(device: object, what: str) -> object:
+    """`device` as a `jax.Device`; a well-formed device this machine lacks (`"cuda:1"`, a
+    torch device) is kept as given, as torchlinops keeps it: a plan may place tiles on it,
+    and `split` refuses it with `resolve_device`'s error."""
+    try:
+        return resolve_device(device, what)
+    except (TypeError, ValueError):
+        named = isinstance(device, str) and re.fullmatch(r"[a-z]+(:\d+)?", device)
+        if named or (hasattr(device, "type") and hasattr(device, "index")):
+            return device
+        raise
 
 
 class DeviceRole(enum.IntEnum):
@@ -72,7 +86,8 @@ class TilingStrategy:
           partition the dim (strictly increasing from 0 to its size), which `split`
           checks against the operator.
         - `devices`: `jax.Device`s or device strings (`"cpu"`, `"gpu:1"`, torch's
-          `"cuda:1"`), distinct.
+          `"cuda:1"`), distinct. A device JAX does not have here may be named, as in
+          torchlinops, to plan placements; `split` (and `apply`) then refuse it.
         """
         if not isinstance(bounds, Mapping) or not bounds:
             raise ValueError(
@@ -87,7 +102,7 @@ class TilingStrategy:
                 )
         self.axes = list(bounds)
         self.bounds = bounds
-        self.devices = [resolve_device(dev, "`TilingStrategy(devices=...)`") for dev in devices]
+        self.devices = [_placeable(dev, "`TilingStrategy(devices=...)`") for dev in devices]
         if not self.devices or len(set(self.devices)) < len(self.devices):
             raise ValueError(
                 f"`TilingStrategy(devices=...)` expects distinct devices, at least one; got "
@@ -101,7 +116,7 @@ class TilingStrategy:
 
     def _d(self, device: object) -> int:
         """The index of `device` in `devices`."""
-        device = resolve_device(device, "`TilingStrategy`: a device")
+        device = _placeable(device, "`TilingStrategy`: a device")
         if device not in self.devices:
             raise ValueError(
                 f"`TilingStrategy`: device {device} is not one of its devices {self.devices}."
@@ -187,7 +202,10 @@ class TilingStrategy:
         tiles, pre, post = (np.empty(shape, dtype=object) for _ in range(3))
         for index in np.ndindex(*shape):
             slices = {d: slice(e[i], e[i + 1]) for (d, e), i in zip(self.bounds.items(), index)}
-            src, run, dst = (self.device_of(index, r) for r in ALL_DEVICE_ROLES)
+            src, run, dst = (
+                resolve_device(self.device_of(index, r), "`TilingStrategy.split`")
+                for r in ALL_DEVICE_ROLES
+            )
             tile = _put(split(linop, slices), run)
             tiles[index] = tile
             pre[index] = ToDevice(src, run, tile.ishape) if src != run else None
