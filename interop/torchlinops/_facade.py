@@ -114,7 +114,7 @@ def facade(obj: Any) -> Any:
     if isinstance(obj, NamedLinop):
         return TorchNamedLinop(obj)
     if isinstance(obj, type) and issubclass(obj, NamedLinop):
-        return _operator_class(obj)
+        return _facing_class(obj)
     if obj is jaxlinops.testing.BaseNamedLinopTests:
         from ._testing import BaseNamedLinopTests
 
@@ -124,7 +124,7 @@ def facade(obj: Any) -> Any:
             return obj  # numpy, jax, ...: not mirrored
         return importlib.import_module(PREFIX + obj.__name__.removeprefix("jaxlinops"))
     if isinstance(obj, type) and obj.__module__.startswith(_FACING) and _plain(obj):
-        return _object_class(obj)
+        return _facing_class(obj)
     if isinstance(obj, type):
         return obj
     if callable(obj):
@@ -138,35 +138,6 @@ def _function(fn: Any) -> Any:
         return to_torch_side(fn(*to_jax_side(args), **to_jax_side(kwargs)))
 
     return on_tensors
-
-
-class _OperatorClass(type):
-    """The metaclass of the torch-facing operator classes: calling one builds the
-    jaxlinops operator from converted arguments; `isinstance` looks through the
-    `TorchNamedLinop`; class attributes (static methods) are the operator class's."""
-
-    linop_class: type
-
-    def __call__(cls, *args, **kwargs) -> TorchNamedLinop:
-        return TorchNamedLinop(cls.linop_class(*to_jax_side(args), **to_jax_side(kwargs)))
-
-    def __instancecheck__(cls, obj: Any) -> bool:
-        return isinstance(obj, TorchNamedLinop) and isinstance(obj.linop, cls.linop_class)
-
-    def __getattr__(cls, name: str) -> Any:
-        return facade(getattr(cls.linop_class, name))
-
-
-_CLASSES: dict[type, type] = {}  # jaxlinops class -> its torch-facing class, made once
-
-
-def _operator_class(linop_class: type) -> type:
-    if linop_class not in _CLASSES:
-        namespace = {"linop_class": linop_class, "__doc__": linop_class.__doc__}
-        _CLASSES[linop_class] = _OperatorClass(
-            linop_class.__name__, (), {**namespace, "__module__": PREFIX}
-        )
-    return _CLASSES[linop_class]
 
 
 # jaxlinops' classes whose objects take or hold operators and devices: splitting plans
@@ -200,25 +171,34 @@ class _Facing:
     __hash__ = None  # type: ignore[assignment]
 
 
-class _ObjectClass(type):
-    """The metaclass of torch-facing non-operator classes (see `_Facing`)."""
+class _FacingClass(type):
+    """The metaclass of the torch-facing classes: calling one builds the jaxlinops object
+    from converted arguments (an operator comes back as a `TorchNamedLinop`, another
+    object as a `_Facing`); `isinstance` looks through both; class attributes (static
+    methods) are the jaxlinops class's."""
 
     target_class: type
 
-    def __call__(cls, *args, **kwargs) -> _Facing:
-        return _Facing(cls.target_class(*to_jax_side(args), **to_jax_side(kwargs)))
+    def __call__(cls, *args, **kwargs) -> Any:
+        target = cls.target_class(*to_jax_side(args), **to_jax_side(kwargs))
+        return TorchNamedLinop(target) if isinstance(target, NamedLinop) else _Facing(target)
 
     def __instancecheck__(cls, obj: Any) -> bool:
-        return isinstance(obj, _Facing) and isinstance(obj.target, cls.target_class)
+        if isinstance(obj, (TorchNamedLinop, _Facing)):
+            return isinstance(to_jax_side(obj), cls.target_class)
+        return False
 
     def __getattr__(cls, name: str) -> Any:
         return facade(getattr(cls.target_class, name))
 
 
-def _object_class(target_class: type) -> type:
+_CLASSES: dict[type, type] = {}  # jaxlinops class -> its torch-facing class, made once
+
+
+def _facing_class(target_class: type) -> type:
     if target_class not in _CLASSES:
         namespace = {"target_class": target_class, "__doc__": target_class.__doc__}
-        _CLASSES[target_class] = _ObjectClass(
+        _CLASSES[target_class] = _FacingClass(
             target_class.__name__, (), {**namespace, "__module__": PREFIX}
         )
     return _CLASSES[target_class]
