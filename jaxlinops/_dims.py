@@ -299,6 +299,12 @@ def unique(dims: Iterable[str]) -> Dims:
     return tuple(dict.fromkeys(dims))
 
 
+class ShapeAssertionError(ValueError, AssertionError):
+    """Dims that do not fit together (operators summed with different shapes, `SumReduce`
+    dims that are not nested): a ValueError, as every shape error here, and an
+    AssertionError, as torchlinops' shape assertions raise."""
+
+
 def fmt(shape: Dims) -> str:
     """`("C", "Nx")` -> `"(C, Nx)"`, as printed in reprs and errors."""
     return "(" + ", ".join(shape) + ")"

@@ -44,6 +44,25 @@ def test_dense_inferred_shapes_follow_torchlinops(key):
     assert_close(B(x), np.einsum("bmn,bn->bm", B.weight, x), C128)
 
 
+def test_dense_inferred_dims_are_named_dimensions_and_spell_einops_patterns(key):
+    A = jl.Dense(rand(key(), (2, 5, 3)))
+    # torchlinops' AnyDim(k): name "()", ordinal k
+    assert [(d.name, d.i) for d in A.weightshape] == [("()", 0), ("()", 1), ("()", 2)]
+    assert [d.name for d in A.ishape + A.oshape] == ["()"] * 4
+    assert A.forward_einstr == "any0 any2,any0 any1 any2->any0 any1"
+    assert A.adj_einstr == "any0 any1,any0 any1 any2->any0 any2"
+    explicit = jl.Dense(rand(key(), (4, 3)), "M N", "... N", "... M")
+    assert explicit.forward_einstr == "... N,M N->... M"
+
+
+def test_dense_einstr_runs_in_einops(key):
+    einops = pytest.importorskip("einops")
+    w, x, y = rand(key(), (2, 5, 3)), rand(key(), (2, 3)), rand(key(), (2, 5))
+    A = jl.Dense(w)
+    assert_close(einops.einsum(x, w, A.forward_einstr), A(x), C128)
+    assert_close(einops.einsum(y, np.conj(w), A.adj_einstr), A.H(y), C128)
+
+
 def test_dense_normal_is_one_gram_dense(key):
     w = rand(key(), (10, 7, 7))
     A = jl.Dense(w, "BMN", "BN", "BM")
@@ -287,6 +306,31 @@ def test_stack_errors(key):
         jl.Stack(A, odim_and_idx=("L", 5))
     with pytest.raises(ValueError, match="needs `idim_and_idx`"):
         jl.Stack(A)
+    # torchlinops' words for an input without one entry per block along the stacked dim
+    horizontal = jl.Stack(A, A, idim_and_idx=("L", 0))
+    match = r"Stack Linop expecting input of size 2 .* 'L' \(axis 0 of \(L, N\)\); got input"
+    with pytest.raises(ValueError, match=match + r" of shape \(3, 2\), with 3 entries"):
+        horizontal(jnp.ones((3, 2)))
+    with pytest.raises(ValueError, match="Stack Linop expecting input of size 2"):
+        jl.Stack(A, A, odim_and_idx=("L", 0)).H(jnp.ones((3, 3)))
+
+
+def test_stack_split_data_selects_blocks_like_torchlinops(key):
+    A = jl.Dense(rand(key(), (3, 2)), "MN", "N", "M")
+    diagonal = jl.Stack(A, A, idim_and_idx=("I", 0), odim_and_idx=("L", 1))  # (I N) -> (M L)
+    off_diagonal = ([slice(1, 2), slice(None)], [slice(None), slice(0, 1)])
+    assert diagonal.split_data(*off_diagonal, ["a", "b"]) == 0.0
+    # the outer stack's dim K is removed before its blocks see the slices: block 1 gets
+    # (I=1, N) and (M, L=0), off its diagonal
+    outer = jl.Stack(diagonal, diagonal, odim_and_idx=("K", 0))  # (I N) -> (K M L)
+    ibatch, obatch = [slice(1, 2), slice(None)], [slice(1, 2), slice(None), slice(0, 1)]
+    assert outer.split_data(ibatch, obatch, [["a", "b"], ["c", "d"]]) == [0.0]
+    with pytest.raises(TypeError, match=r"block 0 \(Dense\) has no `split_data`"):
+        diagonal.split_data([slice(0, 1), slice(None)], [slice(None), slice(0, 1)], ["a", "b"])
+    with pytest.raises(ValueError, match=r"`obatch` needs one slice per dim of \(M, L\); got 1"):
+        diagonal.split_data(off_diagonal[0], [slice(None)], ["a", "b"])
+    with pytest.raises(ValueError, match=r"`data_list` needs one entry per block \(2\); got 1"):
+        diagonal.split_data(*off_diagonal, ["a"])
 
 
 # --------------------------------------------------------------------------- Identity / Zero

@@ -77,14 +77,40 @@ def test_concat_keeps_the_blocks_a_tile_covers():
     assert_close(empty(x[:2]), jnp.zeros(1, C128), C128)
 
 
-def test_stack_selects_blocks_and_rejects_an_ambiguous_tile():
-    ops = [jl.Dense(rand(57 + i, (2, 3)), "M N", "N", "M") for i in range(3)]
+def matrix_of(A, isizes):
+    """The matrix of `A` as an array of shape (output sizes) + `isizes`."""
+    k = int(np.prod(isizes))
+    cols = jax.vmap(A)(jnp.eye(k, dtype=C128).reshape(k, *isizes))
+    return jnp.moveaxis(
+        cols.reshape(*isizes, *cols.shape[1:]), range(len(isizes)), range(-len(isizes), 0)
+    )
+
+
+def test_stack_tiles_are_blocks_of_its_matrix():
+    ws = [rand(57 + i, (2, 3)) for i in range(3)]
+    ops = [jl.Dense(w, "M N", "N", "M") for w in ws]
     vertical = jl.Stack(*ops, odim_and_idx=("L", 0))
     x = rand(60, (3,))
     assert_close(jl.split(vertical, {"L": slice(1, 3)})(x), vertical(x)[1:], C128)
+    # block diagonal (I N) -> (L M): entry [l, m, i, n] = ws[l][m, n] where i == l
     diagonal = jl.Stack(*ops, idim_and_idx=("I", 0), odim_and_idx=("L", 0))
-    with pytest.raises(ValueError, match=r"`Stack` \(.*\) cannot be split along 'I' alone"):
-        jl.split(diagonal, {"I": slice(0, 1)})
+    matrix = np.einsum("li,lmn->lmin", np.eye(3), np.stack(ws))
+    assert_close(matrix_of(diagonal, (3, 3)), matrix, C128)
+    tiles = [
+        {"I": slice(0, 1)},  # along one block dim: the other keeps every block's row
+        {"L": slice(1, 3)},
+        {"I": slice(0, 2), "L": slice(1, 3)},  # overlapping: one block, zeros around it
+        {"I": slice(0, 1), "L": slice(2, 3), "N": slice(1, 3)},  # off the diagonal: zero
+        {"I": slice(1, 3), "L": slice(1, 3), "M": slice(0, 1)},  # same range: a Stack
+    ]
+    for tile in tiles:
+        rows, cols, m, n = (tile.get(d, slice(None)) for d in ("L", "I", "M", "N"))
+        want = matrix[rows, m, cols, n]
+        T = jl.split(diagonal, tile)
+        assert_close(matrix_of(T, want.shape[2:]), want, C128)
+        adjoint = np.conj(np.moveaxis(want, (0, 1), (2, 3)))
+        assert_close(matrix_of(T.H, want.shape[:2]), adjoint, C128)
+    assert isinstance(jl.split(diagonal, tiles[-1]), jl.Stack)
 
 
 def test_sized_dims_follow_the_tile_and_jit():

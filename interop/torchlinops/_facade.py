@@ -25,6 +25,7 @@ import importlib.abc
 import importlib.util
 import sys
 import types
+import weakref
 from typing import Any
 
 import jax
@@ -67,13 +68,37 @@ def to_jax_side(value: Any) -> Any:
     return value
 
 
+# An object faces torch through one wrapper while that wrapper lives (a shared child stays
+# shared, `I.H is I` for an identity, a fluent method returns its own plan): id(object) ->
+# a weak reference to its wrapper, which holds the object, so that an id in this table is
+# not reused while its entry lives.
+_FACES: dict[int, weakref.ref] = {}
+
+
+def _face(target: Any) -> Any:
+    """The torch-facing wrapper of an operator (`TorchNamedLinop`) or of another object
+    whose class takes operators and devices (`_Facing`), the same one every time."""
+    key = id(target)
+    ref = _FACES.get(key)
+    face = None if ref is None else ref()
+    if face is None:
+        face = TorchNamedLinop(target) if isinstance(target, NamedLinop) else _Facing(target)
+
+        def forget(dead: weakref.ref) -> None:
+            if _FACES.get(key) is dead:
+                del _FACES[key]
+
+        _FACES[key] = weakref.ref(face, forget)
+    return face
+
+
 def to_torch_side(value: Any) -> Any:
-    """JAX arrays (in lists, tuples, dicts) as torch tensors, operators as
-    `TorchNamedLinop`s."""
+    """JAX arrays (in lists, tuples, dicts) as torch tensors, operators and splitting
+    plans as their torch-facing wrappers (`_face`)."""
     if isinstance(value, jax.Array):
         return to_torch(value)
-    if isinstance(value, NamedLinop):
-        return TorchNamedLinop(value)
+    if isinstance(value, NamedLinop) or _faces(type(value)):
+        return _face(value)
     if isinstance(value, jax.Device):  # pyright: ignore[reportArgumentType]
         device: Any = value
         return torch.device("cpu" if device.platform == "cpu" else f"cuda:{device.id}")
@@ -112,7 +137,7 @@ def _jax_device(device: torch.device) -> Any:
 def facade(obj: Any) -> Any:
     """The torch-facing counterpart of a jaxlinops object (see the module docstring)."""
     if isinstance(obj, NamedLinop):
-        return TorchNamedLinop(obj)
+        return to_torch_side(obj)
     if isinstance(obj, type) and issubclass(obj, NamedLinop):
         return _facing_class(obj)
     if obj is jaxlinops.testing.BaseNamedLinopTests:
@@ -123,7 +148,7 @@ def facade(obj: Any) -> Any:
         if obj.__name__ != "jaxlinops" and not obj.__name__.startswith("jaxlinops."):
             return obj  # numpy, jax, ...: not mirrored
         return importlib.import_module(PREFIX + obj.__name__.removeprefix("jaxlinops"))
-    if isinstance(obj, type) and obj.__module__.startswith(_FACING) and _plain(obj):
+    if isinstance(obj, type) and _faces(obj):
         return _facing_class(obj)
     if isinstance(obj, type):
         return obj
@@ -144,9 +169,11 @@ def _function(fn: Any) -> Any:
 _FACING = ("jaxlinops.sharding", "jaxlinops.linops._device")
 
 
-def _plain(cls: type) -> bool:
-    """A class of objects (not an enum, an exception or a record of results)."""
-    return not issubclass(cls, (enum.Enum, BaseException, tuple))
+def _faces(cls: type) -> bool:
+    """Whether objects of `cls` face torch through a `_Facing`: a class of `_FACING`
+    (not an enum, an exception or a record of results)."""
+    plain = not issubclass(cls, (enum.Enum, BaseException, tuple))
+    return cls.__module__.startswith(_FACING) and plain
 
 
 class _Facing:
@@ -181,7 +208,7 @@ class _FacingClass(type):
 
     def __call__(cls, *args, **kwargs) -> Any:
         target = cls.target_class(*to_jax_side(args), **to_jax_side(kwargs))
-        return TorchNamedLinop(target) if isinstance(target, NamedLinop) else _Facing(target)
+        return _face(target)
 
     def __instancecheck__(cls, obj: Any) -> bool:
         if isinstance(obj, (TorchNamedLinop, _Facing)):

@@ -1,5 +1,6 @@
 """Shape bookkeeping shared by the container operators (Chain, Add, Concat, Stack)."""
 
+import dataclasses
 from collections.abc import Sequence
 from typing import Self, overload
 
@@ -11,7 +12,7 @@ from .._arrays import promote
 from .._dims import Dims, unique
 from ._coupling import Coupling, strongest
 from ._linop import Labelled, NamedLinop, all_dims, check_input
-from ._schedule import parallel_execute
+from ._schedule import check_schedule, parallel_execute
 from ._tiles import split_children
 
 
@@ -54,6 +55,23 @@ class Scheduled(NamedLinop):
     threaded: AbstractVar[bool]
     num_workers: AbstractVar[int | None]
     accumulate: AbstractVar[bool]
+
+    def __setattr__(self, name: str, value: object) -> None:
+        """The scheduling options may be assigned on a built operator, as in torchlinops
+        (`add.threaded = False`), checked as the constructor checks them: they change how
+        the children run (how a sum is grouped), never the operator. Every other field is
+        frozen (see `NamedLinop.__setattr__`)."""
+        try:
+            super().__setattr__(name, value)
+        except dataclasses.FrozenInstanceError:
+            if name not in _SCHEDULE_OPTIONS:
+                raise
+            options = {key: getattr(self, key) for key in _SCHEDULE_OPTIONS} | {name: value}
+            checked = check_schedule(self.name, **options)
+            object.__setattr__(self, name, checked if name == "num_workers" else value)
+
+
+_SCHEDULE_OPTIONS = ("threaded", "num_workers", "accumulate")
 
 
 class Container(Composite):

@@ -17,7 +17,7 @@ import copy
 import dataclasses
 import functools
 import numbers
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Protocol, dataclass_transform, overload
 
 import equinox as eqx
@@ -323,6 +323,22 @@ class NamedLinop(eqx.Module, metaclass=_LinopMeta):
     def children(self) -> "tuple[NamedLinop, ...]":
         """Sub-operators shown in the repr tree (containers override this)."""
         return ()
+
+    def modules(self) -> "Iterator[NamedLinop]":
+        """This operator and every operator inside it, each once, depth first: torch's
+        `Module.modules()`, found in the fields (any operator-valued field, not only
+        `children`)."""
+        seen: set[int] = set()
+        stack: list[NamedLinop] = [self]
+        while stack:
+            op = stack.pop()
+            if id(op) in seen:
+                continue
+            seen.add(id(op))
+            yield op
+            inner = [getattr(op, f.name) for f in dataclasses.fields(op)]
+            found = jax.tree.leaves(inner, is_leaf=lambda v: isinstance(v, NamedLinop))
+            stack.extend(reversed([v for v in found if isinstance(v, NamedLinop)]))
 
     def __repr__(self) -> str:
         head = f"{self.name}({fmt(self.ishape)} -> {fmt(self.oshape)})"

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .._dims import ELLIPSIS, fmt, has_wildcards, resolve, shapes_match
+from .._dims import ELLIPSIS, ShapeAssertionError, fmt, has_wildcards, resolve, shapes_match
 from ._chain import Chain
 from ._identity import Identity
 from ._linop import NamedLinop, all_dims, relabel
@@ -56,7 +56,7 @@ def unify(name: str, linops: Sequence[NamedLinop]) -> tuple[NamedLinop, ...]:
     """Give parallel children (same input, same output) the same shapes.
 
     Wildcards of each child are resolved against the most specific child; shapes that
-    still differ raise a ValueError naming both children.
+    still differ raise a ValueError (a `ShapeAssertionError`) naming both children.
     """
     ref = most_specific(linops)
     out = []
@@ -73,7 +73,7 @@ def unify(name: str, linops: Sequence[NamedLinop]) -> tuple[NamedLinop, ...]:
                     if side == "oshape" and _renamed(got, want)
                     else ""
                 )
-                raise ValueError(
+                raise ShapeAssertionError(
                     f"`{name}` requires all operators to share {side}; operator {i} "
                     f"({op.name}) has {fmt(got)} but {ref.name} has {fmt(want)}.{hint}"
                 )

@@ -9,7 +9,8 @@ import jax.numpy as jnp
 
 from .._arrays import as_array, as_inexact, promote_inexact
 from .._core import NamedLinop, Tiling, dims_field, normal_renaming
-from .._dims import ELLIPSIS, Dim, Dims, DimsLike, as_dims, fmt, unique
+from .._dims import ELLIPSIS, Dim, Dims, DimsLike, as_dims, fmt, is_wildcard, unique
+from ..nameddim import AnyDim
 
 _LETTERS = string.ascii_letters
 
@@ -25,7 +26,9 @@ class Dense(NamedLinop):
     (C, Nx, Ny) are `Dense(S, "CNxNy", "NxNy", "CNxNy")`.
 
     `Dense(W)` infers shapes as torchlinops does: the last weight axis is the input dim,
-    the second-to-last the output dim, leading axes batch dims, all named by wildcards.
+    the second-to-last the output dim, leading axes batch dims, all named by ordinal
+    wildcards, torchlinops' `AnyDim(k)` (`NamedDimension`s named `()`, printed `()`,
+    `(1)`, ...): a matrix is `Dense(W, ("()", "(1)"), ("(1)",), ("()",))`.
 
     The contraction runs in the common dtype of weight and input: an integer weight on
     floating-point data is fine, but integer or bool weight and data together raise a
@@ -65,11 +68,11 @@ class Dense(NamedLinop):
                 f"(all must be None, to infer them); got weightshape={weightshape!r}, "
                 f"ishape={ishape!r}, oshape={oshape!r}."
             )
-        if not any(given):
+        if any(given):
+            weightshape, ishape, oshape = (as_dims(s) for s in (weightshape, ishape, oshape))
+        else:
             weightshape, ishape, oshape = _inferred_shapes(self.weight.ndim)
-        self.weightshape = as_dims(weightshape)
-        self.ishape = as_dims(ishape)
-        self.oshape = as_dims(oshape)
+        self.weightshape, self.ishape, self.oshape = weightshape, ishape, oshape
         self.broadcast_dims = as_dims(broadcast_dims)
 
     @classmethod
@@ -86,6 +89,20 @@ class Dense(NamedLinop):
 
     def __check_init__(self):
         _check_shapes(self)
+
+    @property
+    def forward_einstr(self) -> str:
+        """torchlinops' pattern of $A x$ for `einops.einsum(x, W, ...)`:
+        `"ishape,weightshape->oshape"`, dims separated by spaces and the wildcards `()`
+        and `(k)` spelled `any0` and `anyk` (einops takes no parentheses); for a matrix
+        `Dense(W)`, `"any1,any0 any1->any0"`."""
+        return _einstr(self.ishape, self.weightshape, self.oshape)
+
+    @property
+    def adj_einstr(self) -> str:
+        r"""The pattern of $A^H y$ for `einops.einsum(y, conj(W), ...)`:
+        `"oshape,weightshape->ishape"`, spelled as `forward_einstr`."""
+        return _einstr(self.oshape, self.weightshape, self.ishape)
 
     def size(self, dim: str) -> int | None:
         if dim in self.weightshape and dim not in self._broadcasting():
@@ -161,9 +178,20 @@ def _inferred_shapes(ndim: int) -> tuple[Dims, Dims, Dims]:
             f"`Dense(weight)` infers shapes only for a weight at least 2D; got {ndim}D. "
             f"Pass weightshape, ishape and oshape."
         )
-    wdims = ("()",) + tuple(f"({k})" for k in range(1, ndim))
+    wdims = tuple(AnyDim(k) for k in range(ndim))
     batch = wdims[:-2]
     return wdims, batch + wdims[-1:], batch + wdims[-2:-1]
+
+
+def _einstr(x: Dims, w: Dims, y: Dims) -> str:
+    """`"x,w->y"` in einops' spelling: dims separated by spaces, `(k)` as `anyk`."""
+
+    def spell(shape: Dims) -> str:
+        return " ".join(
+            f"any{d[1:-1] or 0}" if d != ELLIPSIS and is_wildcard(d) else d for d in shape
+        )
+
+    return f"{spell(x)},{spell(w)}->{spell(y)}"
 
 
 def _letters(dims: Dims):

@@ -24,7 +24,7 @@ from .._core import (
     split_arrays,
     tile_length,
 )
-from .._dims import ELLIPSIS, Dims, DimsLike, as_dims, axis_of, fmt
+from .._dims import ELLIPSIS, Dims, DimsLike, ShapeAssertionError, as_dims, axis_of, fmt
 from .._pattern import check_patterns, dim_groups, group_size, parse_pattern, rearrange
 
 Lengths = tuple[tuple[str, int], ...]
@@ -132,11 +132,6 @@ class Rearrange(NamedLinop):
     def _normal(self, inner: NamedLinop | None) -> NamedLinop | None:
         """Without `inner`: the identity (dims not in `oshape` renamed, `N -> N1`)."""
         return identity_normal(self) if inner is None else None
-
-
-class ShapeAssertionError(ValueError, AssertionError):
-    """Dims that do not fit `SumReduce` or `Repeat`: a ValueError, and an AssertionError as
-    torchlinops' shape assertions raise."""
 
 
 def _check_nested(name: str, big: Dims, small: Dims, verb: str) -> None:

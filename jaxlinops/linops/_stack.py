@@ -5,13 +5,16 @@ from __future__ import annotations
 from typing import ClassVar
 
 import equinox as eqx
+import jax
 import jax.numpy as jnp
 
-from .._arrays import as_size
+from .._arrays import as_array, as_size, check_rank, dim_sizes
 from .._core import (
     NamedLinop,
+    Tile,
     adjoint_label,
     as_linops,
+    as_tile,
     check_label,
     check_schedule,
     consistent_size,
@@ -20,8 +23,9 @@ from .._core import (
     unify,
 )
 from .._dims import Dims, axis_of, fmt
-from ._block_operator import AbstractBlockOperator
-from ._concat import _one_dim
+from ..functional._index import slice2range
+from ._block_operator import AbstractBlockOperator, _zero
+from ._concat import Concat, _one_dim
 
 
 def _insert(shape: Dims, dim: Dims, idx: int) -> Dims:
@@ -122,12 +126,94 @@ class Stack(AbstractBlockOperator):
     def _extents(self, dim: str) -> list[tuple[int, int]]:
         return [(i, i + 1) for i in range(len(self.linops))]
 
-    def _zero_block(self, op: NamedLinop, missed: Dims) -> NamedLinop:
-        raise ValueError(
-            f"`Stack` ({fmt(self.ishape)} -> {fmt(self.oshape)}) cannot be split along "
-            f"{missed[0]!r} alone: its blocks are indexed along {fmt(self.idim + self.odim)}; "
-            f"tile these dims with the same slice."
+    def __call__(self, x) -> jax.Array:
+        """$A x$, checking first that `x` has one entry per block along `idim` (in
+        torchlinops' words, 'Stack Linop expecting ...')."""
+        if self.idim:
+            x = as_array(x, f"`{self.name}(x)`")
+            check_rank(self.name, self.ishape, x)
+            dim, n = self.idim[0], len(self.linops)
+            got = dim_sizes(self.ishape, x.shape)[dim]
+            if got != n:
+                raise ValueError(
+                    f"`{self.name}(x)`: Stack Linop expecting input of size {n} (one entry per "
+                    f"block) along its stacked dim {dim!r} (axis "
+                    f"{axis_of(self.ishape, dim)} of {fmt(self.ishape)}); got input of shape "
+                    f"{tuple(x.shape)}, with {got} entries along {dim!r}."
+                )
+        return super().__call__(x)
+
+    def split(self, tile) -> NamedLinop:
+        r"""A tile of a block-diagonal Stack whose ranges along `idim` ($R$) and `odim`
+        ($C$) differ, e.g. tiled along one of them only: the entries $(c, r)$ with
+        $c = r \in R \cap C$ hold the blocks, all others are zero. It is the Stack of the
+        blocks in $R \cap C$ between two zero blocks in a block-diagonal `Concat` (the
+        entries of $R$ and $C$ before and after $R \cap C$), or `Zero` if $R \cap C$ is
+        empty. Otherwise as `AbstractBlockOperator.split` (a tile of the blocks it
+        covers)."""
+        tile = as_tile(tile)
+        if not (self.idim and self.odim):
+            return super().split(tile)
+        i, o, n = self.idim[0], self.odim[0], len(self.linops)
+        (ri, si), (ro, so) = (self._bounds(tile, d) if d in tile else (0, n) for d in (i, o))
+        if (ri, si) == (ro, so):
+            return super().split(tile)
+        start, stop = max(ri, ro), min(si, so, n)
+        if start >= stop:
+            return _zero(self, tile, {})
+        both = slice(start, stop)
+        padded = {d: k for d, k in tile.padded.items() if d not in (i, o)}
+        inner = super().split(Tile({**tile.slices, i: both, o: both}, padded))
+        sides = ({i: start - ri, o: start - ro}, {i: si - stop, o: so - stop})
+        before, after = (_zero(inner, {}, sizes) for sizes in sides)
+        blocks = [b for b in (before, inner, after) if b.size(i) or b.size(o)]
+        return Concat(
+            *blocks,
+            idim=i,
+            odim=o,
+            threaded=self.threaded,
+            num_workers=self.num_workers,
+            accumulate=self.accumulate,
         )
+
+    def split_data(self, ibatch, obatch, data_list):
+        """torchlinops' split of per-block data: `data_list[k]` (one entry per block) for
+        each block $k$ that the slices `ibatch` (one per dim of `ishape`) and `obatch` (of
+        `oshape`) select along `idim` and `odim`, split by the block's own `split_data`
+        (a nested Stack's) with the slices of the other dims; `0.0` when no block is
+        selected (a block-diagonal Stack sliced off its diagonal)."""
+        n = len(self.linops)
+        if len(data_list) != n:
+            raise ValueError(
+                f"`{self.name}.split_data`: `data_list` needs one entry per block ({n}); "
+                f"got {len(data_list)}."
+            )
+        kept, batches = set(range(n)), []
+        for arg, dims, shape, batch in (
+            ("ibatch", self.idim, self.ishape, ibatch),
+            ("obatch", self.odim, self.oshape, obatch),
+        ):
+            if len(batch) != len(shape):
+                raise ValueError(
+                    f"`{self.name}.split_data`: `{arg}` needs one slice per dim of "
+                    f"{fmt(shape)}; got {len(batch)}."
+                )
+            batch = list(batch)
+            if dims:
+                kept &= set(slice2range(batch.pop(shape.index(dims[0])), n))
+            batches.append(batch)
+        if not kept:
+            return 0.0
+        out = []
+        for k in sorted(kept):
+            split = getattr(self.linops[k], "split_data", None)
+            if split is None:
+                raise TypeError(
+                    f"`{self.name}.split_data`: block {k} ({self.linops[k].name}) has no "
+                    f"`split_data`; as in torchlinops, only a Stack has one."
+                )
+            out.append(split(*batches, data_list[k]))
+        return out
 
     def _splitter(self, dim: str, shape: Dims, n: int):
         return lambda v: [jnp.take(v, i, axis=axis_of(shape, dim)) for i in range(n)]
