@@ -12,8 +12,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-JAX_FLOOR=935
-TORCH_FLOOR=1015
+JAX_FLOOR=1020
+TORCH_FLOOR=1095
 py=${PYTHON:-.venv/bin/python}
 "$py" -m pip install -q sigpy
 sdist_dir="$(mktemp -d)"

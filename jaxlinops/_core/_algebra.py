@@ -14,7 +14,7 @@ from jax.core import Tracer
 from ._add import Add
 from ._adjoint import Adjoint
 from ._chain import Chain
-from ._custom import FunctionLinop
+from ._custom import BaseStandIn, FunctionLinop
 from ._linop import NamedLinop
 from ._masks import split_arrays
 from ._normal import fold_normal, with_oshape
@@ -22,6 +22,7 @@ from ._scalar import Scalar
 from ._tiles import Tile, split as checked_split
 
 function_base = FunctionLinop
+base_stand_in = BaseStandIn
 tile_type = Tile
 
 

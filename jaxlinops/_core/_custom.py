@@ -19,7 +19,7 @@ from typing import Any
 import equinox as eqx
 import jax
 
-from .._dims import Dims, as_dims
+from .._dims import Dims, as_dims, fmt
 from ..nameddim import NamedShape
 from ._coupling import Coupling
 from ._linop import Labelled, NamedLinop, all_dims, check_label, dims_field
@@ -151,6 +151,36 @@ class FunctionLinop(Labelled, is_abstract=True):
         if inner is not None or type(self).normal_fn is NamedLinop.normal_fn:
             return None
         return NormalFn(linop=self, ishape=self.ishape, oshape=normal_oshape(self))
+
+
+class BaseStandIn(FunctionLinop):
+    r"""torchlinops' base class built directly, `NamedLinop(NamedShape(ishape, oshape))`:
+    an operator with dims and torchlinops' default functions, $A x = x$ and $A^H y = y$,
+    a stand-in in shape algebra (`A.H`, `A.N`, `B @ A`, `A.split(tile)`). Shown as
+    `NamedLinop` (or its `name`).
+
+    Applied, it returns its input, so it maps arrays only when `ishape` and `oshape`
+    have as many dims (it renames them); otherwise applying it is a ValueError naming it.
+    """
+
+    @property
+    def name(self) -> str:
+        return self.label or "NamedLinop"
+
+    @staticmethod
+    def fn(linop: NamedLinop, x: jax.Array, /, context=None) -> jax.Array:
+        if len(linop.ishape) != len(linop.oshape):
+            raise ValueError(
+                f"`{linop.name}({fmt(linop.ishape)} -> {fmt(linop.oshape)})`: torchlinops' "
+                f"base class built directly returns its input unchanged, which fits an "
+                f"operator whose input and output have as many dims; subclass `NamedLinop` "
+                f"with `fn` and `adj_fn` to define one that maps them."
+            )
+        return x
+
+    @staticmethod
+    def adj_fn(linop: NamedLinop, x: jax.Array, /, context=None) -> jax.Array:
+        return BaseStandIn.fn(linop, x)
 
 
 def _clamps_tiles(impl: Callable) -> Callable:

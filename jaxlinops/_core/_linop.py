@@ -71,6 +71,9 @@ class _LinopMeta(type(eqx.Module)):
     - A direct subclass of `NamedLinop` that defines `fn` or `adj_fn` and not `apply` is
       a torchlinops-style operator: it derives from the algebra's `function_base`, which
       runs those functions and holds the attributes its `__init__` sets.
+    - `NamedLinop(NamedShape(ishape, oshape), name=None)`, torchlinops' base class built
+      directly, builds the algebra's `base_stand_in`: an operator with those dims and
+      torchlinops' default functions (`fn(A, x) = x`).
     """
 
     def __new__(mcs, name, bases, namespace, **kwargs):
@@ -81,6 +84,11 @@ class _LinopMeta(type(eqx.Module)):
             base = algebra().function_base
             bases = tuple(base if b is NamedLinop else b for b in bases)
         return super().__new__(mcs, name, bases, namespace, **kwargs)
+
+    def __call__(cls, *args, **kwargs):
+        if cls is NamedLinop:  # torchlinops' base class, built directly
+            return algebra().base_stand_in(*args, **kwargs)
+        return super().__call__(*args, **kwargs)
 
 
 def _takes_tiles(impl: Callable) -> Callable:
@@ -478,6 +486,9 @@ class Algebra(Protocol):
 
     function_base: type
     """The base of classes written to torchlinops' protocol (see `_LinopMeta`)."""
+
+    base_stand_in: type
+    """What `NamedLinop(shape)` builds: torchlinops' base class as an operator."""
 
     tile_type: type
     """The checked tile that `split` implementations receive (`Tile`)."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 
 import equinox as eqx
 import jax.numpy as jnp
@@ -18,7 +19,7 @@ from .._core import (
     most_specific,
     unify,
 )
-from .._dims import Dims, as_dims, axis_of, fmt
+from .._dims import ELLIPSIS, Dims, as_dims, axis_of, fmt
 from ._block_operator import AbstractBlockOperator
 
 
@@ -104,6 +105,19 @@ class Concat(AbstractBlockOperator):
         if dim in self.idim or dim in self.odim:
             return sum(self._block_sizes(dim))
         return consistent_size("Concat", self.linops, dim)
+
+    @staticmethod
+    def _infer_dim_idx(dim: str, shape: Sequence[str]) -> int:
+        """torchlinops' helper behind `idim_idx`: the axis of `dim` in an array laid out by
+        `shape`, negative after a `"..."`; a ValueError when `"..."` is on both sides."""
+        names = tuple(str(d) for d in shape)
+        i = names.index(str(dim))
+        if ELLIPSIS in names[:i] and ELLIPSIS in names[i + 1 :]:
+            raise ValueError(
+                f"`Concat`: Cannot infer the axis of dim {dim!r} in {fmt(names)}, which has "
+                f"'...' on both sides of it."
+            )
+        return axis_of(as_dims(names), str(dim))
 
     @property
     def idim_idx(self) -> int | None:
