@@ -22,8 +22,8 @@ FROZEN = (
     "instead of assigning an attribute"
 )
 PRIVATE = (
-    "a torchlinops private member (adjoint cache, name suffix, `_infer_dim_idx`) with no "
-    "counterpart"
+    "a torchlinops private member (`_adjoint`, `_suffix`, `_update_suffix`, `_shape[...]`, "
+    "`register_shape`) with no counterpart"
 )
 NO_IDENTITY_CACHE = (
     "no adjoint or normal cache: `A.H` is rebuilt on each access (`A.H == A.H`, not "

@@ -2,7 +2,8 @@
 (where installed) and dense references: the torch-only options of `Add`/`Concat`/`Stack`,
 `name=`, `A.shape`, `NamedLinop.split(A, tile)` and `adj_split` with `NamedDimension`
 keys, the custom-operator protocol (static `fn`/`adj_fn`/`normal_fn`/`split`),
-`BreakpointLinop`, `Sleep` and `config.reduce_identity_in_normal`."""
+`BreakpointLinop`, `Sleep` and `config.reduce_identity_in_normal`; assignable scheduling
+options, `A.modules()`, and `NamedLinop(shape)` built directly."""
 
 from __future__ import annotations
 
@@ -89,6 +90,82 @@ def test_stack_accepts_torch_options_and_defaults():
     close(A.H(y), T.H(torch.tensor(y)).numpy())
     close(A(x), np.stack([wa @ x, wb @ x]))
     assert A.ishape == ("N",) and A.oshape == ("B", "M")
+
+
+def test_scheduling_options_are_assignable_and_checked():
+    """torchlinops' `add.threaded = False`: the options change the grouping of the sum, not
+    the operator; every other field stays frozen."""
+    (ja, _, wa), (jb, _, wb) = dense_pair(0), dense_pair(1)
+    A = jl.Add(ja, jb, ja)
+    A.threaded, A.num_workers, A.accumulate = False, 2, True
+    assert (A.threaded, A.num_workers, A.accumulate) == (False, 2, True)
+    x, y = crand(2, 4), crand(3, 3)
+    close(A(x), (2 * wa + wb) @ x)
+    close(A.H(y), (2 * wa + wb).conj().T @ y)
+    with pytest.raises(ValueError, match=r"`Add\(num_workers=...\)`.*at least 1.*got 0"):
+        A.num_workers = 0
+    with pytest.raises(TypeError, match=r"`Add\(threaded=...\)` expects a bool"):
+        A.threaded = "no"
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        A.linops = ()  # pyright: ignore[reportAttributeAccessIssue]
+    C = jl.Concat(ja, jb, odim="M")
+    C.accumulate = True
+    close(C(x), np.concatenate([wa @ x, wb @ x]))
+
+
+def test_a_sum_of_operators_with_different_shapes_is_also_an_assertion_error():
+    """torchlinops asserts; jaxlinops' ValueError is an AssertionError too."""
+    A = jl.Dense(np.ones((3, 2)), "MN", "N", "M")
+    B = jl.Dense(np.ones((4, 5)), "PQ", "Q", "P")
+    for build in (lambda: A - B, lambda: jl.Add(A, B)):
+        with pytest.raises(ValueError, match=r"`Add` requires all operators to share ishape"):
+            build()
+        with pytest.raises(AssertionError):
+            build()
+
+
+def test_modules_lists_every_operator_inside_once():
+    """torch's `Module.modules()`: the operator, then what it holds, depth first, each
+    object once (a shared child is listed once)."""
+    (ja, _, _), (jb, _, _) = dense_pair(0), dense_pair(1)
+    chain = jl.Chain(ja, jb.H)
+    A = jl.Add(chain, chain)
+    found = list(A.modules())
+    assert found[0] is A and found[1] is A.linops[0]
+    assert len(found) == len({id(m) for m in found})
+    want = {id(A), *(id(c) for c in A.linops), *(id(op) for c in A.linops for op in c.linops)}
+    assert {id(m) for m in found} == want
+    T = jl.NUFFT(np.zeros((5, 2)), (8, 8), output_shape=("K",), toeplitz=True)
+    assert any(isinstance(m, jl.NUFFT) for m in (T.H @ T).modules()) is False
+    assert any(isinstance(m, jl.NUFFT) for m in jl.Chain(T, T.H).modules())
+
+
+def test_the_base_class_built_directly_is_torchlinops_stand_in():
+    """`NamedLinop(NS(ishape, oshape))`: dims and torchlinops' default `fn` (`x -> x`)."""
+    A = jl.NamedLinop(NS(("A", "B"), ("C",)))
+    assert isinstance(A, jl.NamedLinop) and repr(A) == "NamedLinop((A, B) -> (C))"
+    assert jl.NamedLinop(NS("N", "M"), name="T").name == "T"
+    assert (A.H.ishape, A.H.oshape) == (("C",), ("A", "B"))
+    assert A.N.ishape == ("A", "B") and A.split(A, {}) == A
+    B = jl.NamedLinop(NS(("C",), ("C1",)))
+    assert (B @ A).N.oshape == ("A1", "B1")
+    A.check_input_shape(np.ones((2, 3)))
+    with pytest.raises(ValueError, match="incompatible input"):
+        A.check_input_shape(np.ones(2))
+    with pytest.raises(ValueError, match=r"`NamedLinop\(\(A, B\) -> \(C\)\)`.*as many dims"):
+        A(np.ones((2, 3)))
+    R = jl.NamedLinop(NS(("N",), ("M",)))  # a renaming: x -> x, as torchlinops
+    x = crand(0, 4)
+    close(R(x), x)
+    close(jax.jit(lambda v: R.H(v))(x), x)
+
+
+def test_concat_infer_dim_idx_counts_from_the_end_after_an_ellipsis():
+    shape = (ND("A"), ND("B"), ND("..."), ND("C"), ND("D"), ND("E"))
+    assert jl.Concat._infer_dim_idx("B", shape) == 1
+    assert jl.Concat._infer_dim_idx("C", shape) == -3
+    with pytest.raises(ValueError, match="Cannot infer"):
+        jl.Concat._infer_dim_idx("B", ("...", "B", "..."))
 
 
 # --------------------------------------------------------------- names and shapes

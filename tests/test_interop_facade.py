@@ -72,3 +72,29 @@ def test_module_paths_mirror_jaxlinops():
         assert jaxlinops.config.shape_inference is False
     with pytest.raises(ImportError):
         import interop.torchlinops.no_such_module  # noqa: F401
+
+
+def test_an_object_faces_torch_as_one_wrapper_while_it_lives():
+    """torchlinops' identities: `I.H is I`, a split that keeps the whole operator returns
+    it, a shared child stays shared, a fluent plan returns itself; a dropped wrapper is
+    forgotten (no table grows without bound)."""
+    import gc
+    import sys
+
+    identity = jt.Identity(("N", "M"))
+    assert identity.H is identity and identity.N is identity
+    assert identity.split(identity, {"N": slice(0, 2)}) is identity
+    mine, _ = dense_pair(torch.randn(3, 4, dtype=torch.float64))
+    assert jt.Chain(mine, jt.Identity(("M",)))[0] is mine
+    cpu = torch.device("cpu")
+    from interop.torchlinops.linops.split import TilingStrategy
+
+    strategy = TilingStrategy({"N": [0, 2, 4]}, [cpu])
+    assert strategy.place_all(cpu) is strategy
+    faces = sys.modules["interop.torchlinops._facade"]._FACES
+    before = len(faces)
+    made = jt.Identity(("K",))
+    assert len(faces) == before + 1
+    del made
+    gc.collect()
+    assert len(faces) == before
