@@ -189,49 +189,8 @@ ISSUE_33 = (
     "issue 33: backend='auto' picks finufft where jax-finufft is installed, which computes "
     "to its own tolerance instead of torchlinops' (and sigpy's) kernel"
 )
-TORCH_CALLBACKS = (
-    "issue 32 (torch mode): a SimpleLinop's torch functions are called inside the compiled "
-    "JAX program, on traced arrays"
-)
-WEIGHT_DTYPE = (
-    "issue 32 (torch mode): a Python-number weight becomes a 64-bit parameter, so a 32-bit "
-    "input comes out in 64 bits"
-)
 KNOWN_GAPS: dict[str, tuple[tuple[str, ...], str]] = {
     "test_toeplitz.py::test_toeplitz_full[None]": (BOTH, ISSUE_33),
-    "test_simple_linop.py::test_simple_linop_addition": (TORCH, TORCH_CALLBACKS),
-    "test_simple_linop.py::test_simple_linop_adjoint_call": (TORCH, TORCH_CALLBACKS),
-    "test_simple_linop.py::test_simple_linop_adjoint_normal_computed_correctly": (
-        TORCH,
-        TORCH_CALLBACKS,
-    ),
-    "test_simple_linop.py::test_simple_linop_adjoint_swaps_callables": (TORCH, TORCH_CALLBACKS),
-    "test_simple_linop.py::test_simple_linop_composition": (TORCH, TORCH_CALLBACKS),
-    "test_simple_linop.py::test_simple_linop_forward": (TORCH, TORCH_CALLBACKS),
-    "test_simple_linop.py::test_simple_linop_in_add": (TORCH, TORCH_CALLBACKS),
-    "test_simple_linop.py::test_simple_linop_in_chain": (TORCH, TORCH_CALLBACKS),
-    "test_simple_linop.py::test_simple_linop_in_stack": (TORCH, TORCH_CALLBACKS),
-    "test_simple_linop.py::test_simple_linop_normal_custom": (TORCH, TORCH_CALLBACKS),
-    "test_simple_linop.py::test_simple_linop_normal_default": (TORCH, TORCH_CALLBACKS),
-    "test_simple_linop.py::test_simple_linop_scalar_multiplication": (TORCH, TORCH_CALLBACKS),
-    "test_scalar.py::TestScalar::test_backprop": (TORCH, WEIGHT_DTYPE),
-    "test_scalar.py::test_scalar_float_weight_auto_converts": (TORCH, WEIGHT_DTYPE),
-    "test_scalar.py::test_scalar_complex_weight": (TORCH, WEIGHT_DTYPE),
-    "test_scalar.py::test_scalar_adjoint_is_conjugate": (TORCH, WEIGHT_DTYPE),
-    "test_namedlinop_coverage.py::test_mul_scalar": (TORCH, WEIGHT_DTYPE),
-    "test_einops.py::TestSumReduce::test_backprop[": (
-        TORCH,
-        "issue 32 (torch mode): the input gradient of SumReduce keeps the adjoint's size-1 "
-        "axis instead of the input's size",
-    ),
-    "test_interp.py::TestInterp::test_backprop[": (
-        TORCH,
-        "issue 32 (torch mode): torch autograd through Interpolate's fixture",
-    ),
-    "test_nufft.py::test_nufft_interp": (
-        TORCH,
-        "issue 32 (torch mode): a tensor that requires grad handed to a function",
-    ),
     "test_nufft.py::TestNUFFT::test_nufft_sigpy[": (BOTH, ISSUE_33),
     "test_nufft.py::TestNUFFT::test_nufft_sigpy_functional[": (BOTH, ISSUE_33),
 }

@@ -1,14 +1,14 @@
 r"""`torch_linop(A)`: a jaxlinops operator as a `torch.nn.Module`, with autograd.
 
 The module's parameters are the operator's floating-point arrays (coil maps, weights,
-NUFFT points), so a torch optimizer can train them; the arrays it was built from are
-copied, not aliased. `forward` takes and returns torch tensors and runs one jit-compiled
-JAX program per shape and dtype. The output is on the input tensor's device, as with a
-torch module. An operator runs there too: its parameters are copied to the input's device
-when they live elsewhere (a CPU tensor on a GPU machine is computed on the CPU, a CUDA
-tensor on its GPU). A batched operator runs on its mesh instead, the input replicated over
-it, and its output comes back. Gradients return to the devices of the input and the
-parameters.
+NUFFT points; not the scalars made from Python numbers), so a torch optimizer can train
+them; the arrays it was built from are copied, not aliased. `forward` takes and returns
+torch tensors and runs one jit-compiled JAX program per shape and dtype. The output is
+on the input tensor's device, as with a torch module. An operator runs there too: its
+parameters are copied to the input's device when they live elsewhere (a CPU tensor on a
+GPU machine is computed on the CPU, a CUDA tensor on its GPU). A batched operator runs
+on its mesh instead, the input replicated over it, and its output comes back. Gradients
+return to the devices of the input and the parameters.
 
 Gradients follow PyTorch's convention. For $y = A_p x$ and an output gradient $g$:
 
@@ -67,11 +67,18 @@ def torch_linop(A: NamedLinop) -> TorchLinop:
     if not isinstance(A, NamedLinop):
         got = f"the class {A.__name__}" if isinstance(A, type) else type(A).__name__
         raise TypeError(f"`interop.torch_linop` expects a NamedLinop; got {got}.")
-    arrays, static = eqx.partition(A, eqx.is_inexact_array)
+    arrays, static = eqx.partition(A, _is_parameter)
     leaves, treedef = jax.tree.flatten(arrays)
     params = torch.nn.ParameterList(torch.nn.Parameter(to_torch(a).clone()) for a in leaves)
     placement = tuple(a.sharding for a in leaves)
     return TorchLinop(params, _OperatorSpec(treedef, static, placement, ()), A.name)
+
+
+def _is_parameter(leaf) -> bool:
+    """A floating-point array of the operator, except one made from a Python number (JAX's
+    weak type, as in `2.0 * A`): that stays a constant of the operator, so that, as torch's
+    0-dim tensors do, it does not promote a 32-bit input to 64 bits."""
+    return eqx.is_inexact_array(leaf) and not leaf.weak_type
 
 
 class TorchLinop(torch.nn.Module):
@@ -197,15 +204,18 @@ class _Apply(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, spec, x, *params):
-        ctx.spec, ctx.dtype, ctx.device = spec, x.dtype, x.device
+        ctx.spec, ctx.dtype, ctx.device, ctx.shape = spec, x.dtype, x.device, x.shape
         ctx.save_for_backward(*params)
         v = _jax_input(spec, x)
         return to_torch(_apply_rebuilt(spec, _jax_params(spec, params, v), v)).to(x.device)
 
     @staticmethod
     def backward(ctx, g):
+        """$A^H g$, broadcast to the input's shape where the adjoint returns a size-1 axis
+        that broadcasts (`SumReduce.H` without `axes_lengths`): the gradient of a sum is
+        the same for each summed entry."""
         gx = _Adjoint.apply(ctx.spec, ctx.dtype, g, *ctx.saved_tensors).to(ctx.device)
-        return (None, gx, *([None] * len(ctx.saved_tensors)))
+        return (None, gx.expand(ctx.shape), *([None] * len(ctx.saved_tensors)))
 
 
 class _Adjoint(torch.autograd.Function):

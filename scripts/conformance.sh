@@ -13,7 +13,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 JAX_FLOOR=1020
-TORCH_FLOOR=1095
+TORCH_FLOOR=1115
 py=${PYTHON:-.venv/bin/python}
 "$py" -m pip install -q sigpy
 sdist_dir="$(mktemp -d)"

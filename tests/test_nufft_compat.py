@@ -126,7 +126,7 @@ def test_weights_torch_as_torchlinops(norm, padding):
 def test_get_valid_locs_ranges(valid, centered):
     grid = (10, 8, 9)
     locs = np.asarray(get_valid_locs((300,), grid, 3, 4.0, "cpu", centered, valid, key=jr.key(0)))
-    assert locs.shape == (300, 3)
+    assert locs.shape == (300, 3) and locs.dtype == np.float32  # torch's default dtype
     low = np.full(3, 2.0 if valid else 0.0)
     high = np.array(grid) - 1 - low
     shift = np.array(grid) / 2 if centered else 0.0

@@ -115,13 +115,38 @@ _CALLBACKS = (types.FunctionType, types.BuiltinFunctionType, types.MethodType, f
 
 
 def _callback(fn: Any) -> Any:
-    """A torch-side function as jaxlinops calls it: JAX arrays in, JAX arrays out."""
+    """A torch-side function as jaxlinops calls it: JAX arrays in, JAX arrays out. Inside
+    a JAX trace (every torch-facing operator runs compiled) it runs on the host through
+    `jax.pure_callback` (`_on_host`)."""
 
     @functools.wraps(fn)
     def on_arrays(*args, **kwargs):
+        if any(isinstance(v, jax.core.Tracer) for v in jax.tree.leaves((args, kwargs))):
+            return _on_host(fn, args, kwargs)
         return to_jax_side(fn(*to_torch_side(args), **to_torch_side(kwargs)))
 
     return on_arrays
+
+
+def _on_host(fn: Any, args: tuple, kwargs: dict) -> Any:
+    """`fn(*args, **kwargs)` for a torch function `fn` called from a JAX trace: a
+    `jax.pure_callback` that hands it the arrays as CPU tensors. The shapes and dtypes of
+    its results are those of one call on zeros of the arrays' shapes and dtypes, at trace
+    time. Batched (`vmap`), it is called once per element."""
+    leaves, tree = jax.tree.flatten((args, kwargs))
+    at = [i for i, v in enumerate(leaves) if isinstance(v, jax.Array)]
+
+    def call(*arrays):
+        given = list(leaves)
+        for i, a in zip(at, arrays):
+            given[i] = torch.from_numpy(np.array(a))
+        a, k = jax.tree.unflatten(tree, given)
+        out = fn(*a, **k)
+        return jax.tree.map(lambda t: t.detach().cpu().resolve_conj().numpy(), out)
+
+    zeros = [np.zeros(leaves[i].shape, leaves[i].dtype) for i in at]
+    result = jax.tree.map(lambda r: jax.ShapeDtypeStruct(r.shape, r.dtype), call(*zeros))
+    return jax.pure_callback(call, result, *(leaves[i] for i in at), vmap_method="sequential")
 
 
 def _jax_device(device: torch.device) -> Any:
@@ -237,7 +262,9 @@ class TorchNamedLinop(torch.nn.Module):
     attribute of the operator, returning torch tensors and torch-facing operators.
 
     `linop` is the jaxlinops operator. Its arrays become the module's parameters on the
-    first call (copies, as `interop.torch_linop` makes them)."""
+    first call (copies, as `interop.torch_linop` makes them), frozen as torchlinops
+    freezes its operators' arrays (`requires_grad=False`); `A.module.requires_grad_()`
+    trains them."""
 
     linop: NamedLinop
 
@@ -249,7 +276,7 @@ class TorchNamedLinop(torch.nn.Module):
         if not isinstance(x, torch.Tensor):
             return to_torch_side(self.linop(to_jax_side(x)))
         if "module" not in self._modules:
-            self.module = torch_linop(self.linop)
+            self.module = torch_linop(self.linop).requires_grad_(False)
         return self.module(x)
 
     def to(self, *args: Any, memory_aware: bool = False, **kwargs: Any) -> Any:

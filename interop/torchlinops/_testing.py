@@ -7,7 +7,8 @@ sizes, the torchlinops functions) run on the jaxlinops operator with the tensors
 arrays; two checks run on the torch side, as torchlinops has them:
 
 - `test_backprop`: torch autograd through the operator. For $y = A x$ and an output
-  gradient $g$, `y.backward(g)` leaves $A^H g$ in `x.grad`;
+  gradient $g$, `y.backward(g)` leaves $A^H g$ in `x.grad` (a size-1 axis of $A^H g$
+  broadcast to the input's size);
 - `test_input_mutation`: applying $A$, $A^H$, $A^H A$ leaves the input tensors unchanged.
 """
 
@@ -42,7 +43,8 @@ class BaseNamedLinopTests(testing.BaseNamedLinopTests):
         A(x).backward(g)
         assert x.grad is not None
         tolerances = {"rtol": 1e-4, "atol": 1e-5, **self._tolerances()}
-        torch.testing.assert_close(x.grad, A.H(g), **tolerances)
+        # a size-1 axis of the adjoint broadcasts (`SumReduce.H`), as torchlinops compares
+        torch.testing.assert_close(x.grad, A.H(g).expand_as(x.grad), **tolerances)
 
     def test_input_mutation(self, linop_input_output):
         A, x, y = linop_input_output

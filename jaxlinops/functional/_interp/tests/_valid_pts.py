@@ -34,7 +34,7 @@ def get_valid_locs(
     **Arguments:** torchlinops' (`device`: a `jax.Device`, a platform name such as `"cpu"`
     or `"gpu:1"`, or None for the default device), and `key`: a `jax.random` key; None
     draws from NumPy's global generator (`np.random.seed` makes it repeatable).
-    Returns float64 with x64 enabled, else float32.
+    Returns float32, as torchlinops (torch's default dtype), with x64 enabled or not.
     """
     batch = as_sizes(locs_batch_size, "`get_valid_locs(locs_batch_size=...)`")
     grid = as_sizes(grid_size, "`get_valid_locs(grid_size=...)`", 1)
@@ -49,7 +49,7 @@ def get_valid_locs(
     lower = np.full(axes, float(margin)) - (sizes / 2 if centered else 0.0)
     span = sizes - 1 - 2 * margin
     shape = (*batch, ndim)
-    dtype = jnp.result_type(float)
+    dtype = jnp.float32
     if key is None:
         unit = jnp.asarray(np.random.random_sample(shape), dtype)
     else:
