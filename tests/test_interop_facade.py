@@ -98,3 +98,50 @@ def test_an_object_faces_torch_as_one_wrapper_while_it_lives():
     del made
     gc.collect()
     assert len(faces) == before
+
+
+def test_a_simple_linop_of_torch_functions_runs_them_on_tensors():
+    """torch callables inside the compiled program (`jax.pure_callback`): values, adjoint,
+    normal and torch autograd against torch itself."""
+    A = jt.SimpleLinop(
+        lambda x: torch.fft.fft(x, norm="ortho"),
+        lambda y: torch.fft.ifft(y, norm="ortho"),
+        None,
+        ("N",),
+        ("K",),
+    )
+    x = torch.randn(8, dtype=torch.complex128, requires_grad=True)
+    g = torch.randn(8, dtype=torch.complex128)
+    want = torch.fft.fft(x.detach(), norm="ortho")
+    torch.testing.assert_close(A(x.detach()), want, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(A.H(want), x.detach(), rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(A.N(x.detach()), x.detach(), rtol=1e-12, atol=1e-12)
+    A(x).backward(g)
+    torch.testing.assert_close(x.grad, torch.fft.ifft(g, norm="ortho"), rtol=1e-12, atol=1e-12)
+
+
+def test_arrays_are_frozen_and_python_numbers_keep_32_bits_as_in_torchlinops():
+    weight = torch.randn(3, 4)
+    mine, theirs = dense_pair(weight)
+    x = torch.randn(4)
+    for got, want in [((2.0 * mine)(x), (2.0 * theirs)(x)), ((mine * 3.0)(x), (theirs * 3.0)(x))]:
+        assert got.dtype == want.dtype == torch.float32
+        torch.testing.assert_close(got, want)
+    assert jt.Scalar(3.0)(x).dtype == tl.Scalar(3.0)(x).dtype == torch.float32
+    assert jt.Scalar(1j)(x.to(torch.complex64)).dtype == torch.complex64
+    mine(x)
+    assert [p.requires_grad for p in mine.module.parameters()] == [False]
+    mine.module.requires_grad_()
+    g = torch.randn(3)
+    mine(x).backward(g)
+    (weight_grad,) = [p.grad for p in mine.module.parameters()]
+    torch.testing.assert_close(weight_grad, torch.outer(g, x))
+
+
+def test_the_input_gradient_of_a_sum_broadcasts_as_torch_autograd():
+    x = torch.randn(5, 2, 3, dtype=torch.float64, requires_grad=True)
+    g = torch.randn(5, 2, dtype=torch.float64)
+    jt.SumReduce(("A", "B", "C"), ("A", "B"))(x).backward(g)
+    y = x.detach().clone().requires_grad_(True)
+    y.sum(-1).backward(g)
+    torch.testing.assert_close(x.grad, y.grad)
