@@ -13,10 +13,10 @@ and adjoint (points -> image). Rows:
   resolves, with the plan's bytes per point and XLA's temporaries;
 - jax-finufft at the largest eps of a ladder whose error is no worse than each of those
   rows' ("= jl ..."), and nufftax (its default upsampfac 2) likewise;
-- when jax-finufft is installed: jaxlinops with `backend="auto"` (which is then finufft) at
-  eps 1e-2, 1e-4, 1e-6 against raw jax-finufft at the tolerance the operator passes it
-  (eps / 3, "= jl auto ..."), the two timed in turns on the same inputs: what the operator
-  adds.
+- when jax-finufft is installed: jaxlinops with `backend="finufft"` (opt-in; `"auto"` is
+  the JAX path) at eps 1e-2, 1e-4, 1e-6 against raw jax-finufft at the tolerance the
+  operator passes it (eps / 3, "= jl finufft ..."), the two timed in turns on the same
+  inputs: what the operator adds.
 
 Run it with `GLIBC_TUNABLES=glibc.malloc.hugetlb=1` as well as without: glibc serves every
 allocation above 32 MiB by a fresh `mmap`, so each call of any library page-faults its
@@ -216,10 +216,10 @@ def run_direction(rng, locs, grid, adjoint, peers, budget) -> list[dict]:
         rows.append(row | dict(ratio=ratio, pts_per_s=rate, memory=memory))
         return ms
 
-    jl_rows, auto_rows = [], []
+    jl_rows, finufft_rows = [], []
     for label, options in JL_SETTINGS:
-        for backend in ("jax", "auto") if "jax-finufft" in peers else ("jax",):
-            if backend == "auto" and "eps" not in options:
+        for backend in ("jax", "finufft") if "jax-finufft" in peers else ("jax",):
+            if backend == "finufft" and "eps" not in options:
                 continue
             try:
                 impl, settings, memory = jaxlinops_impl(
@@ -233,7 +233,7 @@ def run_direction(rng, locs, grid, adjoint, peers, budget) -> list[dict]:
                 ms = add("jaxlinops", f"{label}: {settings}", impl, error, memory=memory)
                 jl_rows.append((f"jl {label}", error, ms))
             else:  # timed below, in turns with raw jax-finufft at the plan's tolerance
-                auto_rows.append((label, settings, impl, error, memory))
+                finufft_rows.append((label, settings, impl, error, memory))
     makers = {
         "jax-finufft": lambda mod: lambda eps: finufft_impl(mod, angles, grid, adjoint, eps),
         "nufftax": lambda mod: lambda eps: nufftax_impl(mod, angles, grid, adjoint, eps),
@@ -249,13 +249,13 @@ def run_direction(rng, locs, grid, adjoint, peers, budget) -> list[dict]:
             add(name, f"eps {eps:g} (= {label})", impl, error, jl_ms)
         if name != "jax-finufft":
             continue
-        for label, settings, auto, auto_error, memory in auto_rows:
+        for label, settings, op, op_error, memory in finufft_rows:
             eps = memory["tolerance"]
             raw = make(eps)
-            mine, theirs = time_turns([auto, raw], rng, direction.shape, np.complex64, budget)
-            ms = add("jaxlinops auto", f"{label}: {settings}", auto, auto_error,
+            mine, theirs = time_turns([op, raw], rng, direction.shape, np.complex64, budget)
+            ms = add("jaxlinops finufft", f"{label}: {settings}", op, op_error,
                      memory=memory, timing=mine)  # fmt: skip
-            add(name, f"eps {eps:.3g} (= jl auto {label})", raw, direction.error(raw), ms,
+            add(name, f"eps {eps:.3g} (= jl finufft {label})", raw, direction.error(raw), ms,
                 timing=theirs)  # fmt: skip
     return rows
 

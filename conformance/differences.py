@@ -185,15 +185,7 @@ DELIBERATE: dict[str, tuple[tuple[str, ...], str]] = {
 # Failures that an open issue will fix (not deliberate): reported as expected failures with
 # the issue, so that the stage stays green until the fix lands and then asks for the entry
 # to go.
-ISSUE_33 = (
-    "issue 33: backend='auto' picks finufft where jax-finufft is installed, which computes "
-    "to its own tolerance instead of torchlinops' (and sigpy's) kernel"
-)
-KNOWN_GAPS: dict[str, tuple[tuple[str, ...], str]] = {
-    "test_toeplitz.py::test_toeplitz_full[None]": (BOTH, ISSUE_33),
-    "test_nufft.py::TestNUFFT::test_nufft_sigpy[": (BOTH, ISSUE_33),
-    "test_nufft.py::TestNUFFT::test_nufft_sigpy_functional[": (BOTH, ISSUE_33),
-}
+KNOWN_GAPS: dict[str, tuple[tuple[str, ...], str]] = {}
 
 OUT_OF_SCOPE: dict[str, tuple[tuple[str, ...], str]] = {
     "*::test_backprop": (

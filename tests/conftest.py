@@ -45,12 +45,3 @@ def on_cpu():
     built from numpy arrays live where the torch tests' CPU tensors are."""
     with jax.default_device(jax.devices("cpu")[0]):
         yield
-
-
-@pytest.fixture
-def jax_nufft_backend(monkeypatch):
-    """NUFFTs built without a backend use the pure-JAX pipeline (tests that check that
-    pipeline itself; `auto` picks finufft where it is installed)."""
-    import jaxlinops
-
-    monkeypatch.setattr(jaxlinops.config, "nufft_backend", "jax")

@@ -449,7 +449,6 @@ def test_batched_normal_keeps_the_toeplitz_fast_path(dims, sizes):
     and both; also with a density compensation split like the points."""
     locs = random_locs(20, (8, 8), 30)
     maps = jl.Dense(rand(21, (4, 8, 8)), "C Nx Ny", "Nx Ny", "C Nx Ny")
-    # the "jax" backend: finufft (the default where installed) meets its tolerance per tile
     nufft = jl.NUFFT(locs, (8, 8), "R", batch_shape="C", oversamp=2.0, toeplitz=True, backend="jax")
     A = nufft @ maps
     B = jl.create_batched_linop(A, jl.BatchSpec(sizes, device_matrix=DEVICES))

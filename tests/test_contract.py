@@ -127,12 +127,12 @@ def test_operator_contract(name, dtype):
 
 
 @pytest.mark.parametrize("name", sorted(OPERATOR_FACTORIES))
-@pytest.mark.usefixtures("jax_nufft_backend")
 def test_grad_wrt_operator_arrays(name):
     """Gradients w.r.t. every floating-point array of the operator, by finite differences.
-    NUFFTs on the JAX path, whose derivative is that of the computed approximation; the
-    finufft backend differentiates the exact transform to its tolerance instead (checked
-    against the exact DFT's derivative in `test_nufft_finufft.py`)."""
+    NUFFTs on the JAX path (the default), whose derivative is that of the computed
+    approximation; the finufft backend differentiates the exact transform to its
+    tolerance instead (checked against the exact DFT's derivative in
+    `test_nufft_finufft.py`)."""
     op, x, y = build(name, jnp.complex128)
     params, static = eqx.partition(op, eqx.is_inexact_array)
     if not jax.tree_util.tree_leaves(params):

@@ -52,7 +52,7 @@ def normal_ref(locs, x):
 
 
 OPERATORS = {
-    "nufft": (nufft, NUFFT_LOCS, nufft_ref, NUFFT_TOL),  # "auto": finufft where installed
+    "nufft": (nufft, NUFFT_LOCS, nufft_ref, NUFFT_TOL),  # "auto": the JAX path
     "nufft_jax": (lambda p: nufft(p, "jax"), NUFFT_LOCS, nufft_ref, NUFFT_TOL),
     "nufft_pallas": (lambda p: nufft(p, "pallas"), NUFFT_LOCS, nufft_ref, NUFFT_TOL),
     "interp": (interp, INTERP_LOCS, interp_ref, INTERP_TOL),

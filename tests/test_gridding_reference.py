@@ -30,10 +30,6 @@ TOL = {jnp.complex128: 1e-6, jnp.complex64: 1e-5, jnp.float32: 1e-5}
 DFT_TOL = {(1.25, 4.0): 5e-2, (1.25, 3.0): 1e-1, (2.0, 6.0): 1e-4, (2.0, 4.0): 1e-2}
 
 
-# the factories' NUFFTs against the JAX pipeline (with finufft installed, "auto" picks it)
-pytestmark = pytest.mark.usefixtures("jax_nufft_backend")
-
-
 def check(name, dtype, forward, adjoint, x_points):
     """Compare factory `name` with the dense references `forward` ([B, *grid] ->
     [B, *points]) and `adjoint`; `x_points` is whether the factory's input is the points

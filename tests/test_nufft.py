@@ -19,9 +19,6 @@ CASES = {"2d": ((16, 16), 200), "3d": ((8, 8, 8), 150)}
 # (oversamp, width) -> the relative L2 error bound against the exact DFT
 ACCURACY = {(1.25, 4.0): 1e-2, (2.0, 6.0): 1e-5}
 
-# these tests pin the pure-JAX pipeline (with finufft installed, "auto" would pick it)
-pytestmark = pytest.mark.usefixtures("jax_nufft_backend")
-
 
 def dft_matrix(locs, grid):
     """The exact centered, orthonormal non-uniform DFT [points, grid entries]:
@@ -123,13 +120,26 @@ def test_eps_is_met_by_every_backend(eps, backend):
 
 
 @pytest.mark.parametrize("platform", ["gpu", "cpu"])
-def test_auto_backend_on_a_gpu_is_jax(monkeypatch, platform):
-    """`"auto"` never picks the Pallas kernels (opt-in: their derivatives are reverse-mode
-    only); on a CPU it is finufft where jax-finufft is installed."""
+def test_auto_backend_is_jax_whatever_is_installed(monkeypatch, platform):
+    """`"auto"` is the JAX path on every platform, with jax-finufft installed or not (CI
+    installs it): the one path that keeps the whole contract (torchlinops' kernel, grid
+    splits, export); finufft and the Pallas kernels are opt-in."""
     monkeypatch.setattr(jax, "default_backend", lambda: platform)
-    A = jl.NUFFT(random_locs(4, (8, 8), 10), (8, 8), "K", backend="auto")
-    cpu_choice = "finufft" if F._finufft.finufft_available() else "jax"
-    assert A.plan.backend == ("jax" if platform == "gpu" else cpu_choice)
+    locs = random_locs(4, (8, 8), 10)
+    A = jl.NUFFT(locs, (8, 8), "K", backend="auto")
+    assert A.plan.backend == "jax" and jl.NUFFT(locs, (8, 8), "K").plan.backend == "jax"
+    assert "backend=jax" in repr(A)
+
+
+@pytest.mark.skipif(not F._finufft.finufft_available(), reason="jax-finufft is not installed")
+def test_the_single_precision_floor_holds_for_finufft_too():
+    """eps=1e-6 in complex64 on a 256 grid is below the floor (about 2.6e-5): refused
+    whatever the backend, where finufft would deliver 2e-5 to 3e-5."""
+    locs = np.asarray(random_locs(5, (256, 256), 50), np.float32)
+    for backend in ("jax", "finufft"):
+        with pytest.raises(ValueError, match=r"eps=1e-06 is below what complex64 delivers"):
+            jl.NUFFT(locs, (256, 256), "K", eps=1e-6, backend=backend)
+    assert jl.NUFFT(locs, (256, 256), "K", eps=1e-4, backend="finufft").plan.backend == "finufft"
 
 
 def test_plan_contents():

@@ -17,9 +17,6 @@ from jaxlinops.functional._nufft_gridding import kernel_polynomials, nufft_windo
 F = jl.functional
 SETTINGS = [(1.25, 4.0), (2.0, 6.0), (1.5, 4.5), (2.0, 3.0), (2.0, 12.0), (1.25, 16.0)]
 
-# these tests pin the pure-JAX pipeline (with finufft installed, "auto" would pick it)
-pytestmark = pytest.mark.usefixtures("jax_nufft_backend")
-
 
 def beta(oversamp, width):
     return math.pi * math.sqrt((width / oversamp) ** 2 * (oversamp - 0.5) ** 2 - 0.8)

@@ -117,9 +117,9 @@ def nufft_plan(
       `"pallas"` (Pallas kernels; on CUDA GPUs, and in interpret mode, for testing,
       elsewhere), `"finufft"` (the whole transform by jax-finufft, `pip install
       'jaxlinops[finufft]'`, to tolerance `eps`, or without `eps` to the tabulated error
-      of `(oversamp, width)`), or `"auto"`: `"finufft"` on a CPU where jax-finufft is
-      installed, `"jax"` otherwise, GPUs included (decided from JAX's default backend when
-      the plan is made; the Pallas kernels are opt-in). None:
+      of `(oversamp, width)`), or `"auto"`: `"jax"`, whatever is installed (the one path
+      that keeps the whole contract: torchlinops' kernel, grid splits, `jax.export`,
+      derivatives of its own forward; finufft and Pallas are opt-in). None:
       `jaxlinops.config.nufft_backend` (default `"auto"`). All
       compute the same transform; they differ by the approximation error (finufft's kernel
       is its own; it is asked for `eps / FINUFFT_MARGIN`, as its error can exceed its
@@ -311,7 +311,7 @@ def make_plan(
             f"the points' axis D; got locs of shape {tuple(locs.shape)}."
         )
     backend = config.nufft_backend if backend is None else backend
-    backend = _resolve_backend(name, backend, mode, apodize_weights is not None)
+    backend = _resolve_backend(name, backend, mode)
     if eps is not None:
         if (oversamp, width) != DEFAULT_SETTINGS:
             raise ValueError(
@@ -323,10 +323,11 @@ def make_plan(
         eps = as_number(name, "eps", eps, 0.0)
         if not 0 < eps < 1:
             raise ValueError(f"`{name}`: eps must be in (0, 1); got eps={eps!r}.")
-        if backend != "finufft":  # finufft chooses its own kernel for eps
-            dtype = jnp.complex128 if locs.dtype == jnp.float64 else jnp.complex64
-            points = math.prod(locs.shape[:-1])
-            oversamp, width = settings_for_eps(name, eps, grid, dtype, points)
+        # the precision's floor holds for every backend; finufft chooses its own kernel
+        dtype = jnp.complex128 if locs.dtype == jnp.float64 else jnp.complex64
+        settings = settings_for_eps(name, eps, grid, dtype, math.prod(locs.shape[:-1]))
+        if backend != "finufft":
+            oversamp, width = settings
     oversamp = as_number(name, "oversamp", oversamp, 1.0)
     width = as_number(name, "width", width, 0.0)
     padded = tuple(int(n * oversamp) for n in grid)
@@ -370,13 +371,17 @@ def make_plan(
     )
 
 
-def _resolve_backend(name: str, backend: str, mode: str, apodized: bool) -> str:
+def _resolve_backend(name: str, backend: str, mode: str) -> str:
     """`backend` checked, `"auto"` resolved (see [`nufft_plan`][]); sampling mode has no
-    gridding, and always runs in JAX. finufft cannot take given apodization weights: then
-    `"auto"` stays with JAX, and says so in a log line. On a GPU `"auto"` is `"jax"`:
-    the Pallas kernels, though 1.2-1.4x faster on an H200, are opt-in, as their
-    derivatives are reverse-mode only. Pallas off a GPU runs in its interpreter (for
-    tests): a warning on the `jaxlinops` logger says so."""
+    gridding, and always runs in JAX.
+
+    `"auto"` is `"jax"`, whatever is installed: only the JAX path keeps the whole contract
+    of an operator built with defaults (torchlinops' kernel and the accuracy its `repr`
+    states, grid splits, `jax.export`, derivatives of its own forward in every mode).
+    finufft (a custom call, its own kernel, one call for the whole grid) and the Pallas
+    kernels (reverse-mode derivatives only; 1.2-1.4x faster on an H200) are opt-in. Pallas
+    off a GPU runs in its interpreter (for tests): a warning on the `jaxlinops` logger says
+    so."""
     if backend not in BACKENDS:
         raise ValueError(f"`{name}`: unknown backend {backend!r}; expected one of {BACKENDS}.")
     if backend == "finufft" and not finufft_available():
@@ -388,14 +393,7 @@ def _resolve_backend(name: str, backend: str, mode: str, apodized: bool) -> str:
     platform = jax.default_backend()
     if backend == "pallas" and platform != "gpu":
         logger.warning("`%s`: backend='pallas' on %s runs in Pallas' interpreter", name, platform)
-    if backend != "auto":
-        return backend
-    if platform != "cpu" or not finufft_available():
-        return "jax"
-    if apodized:
-        logger.info("`%s`: backend 'auto' uses JAX, not finufft: apodize_weights are given", name)
-        return "jax"
-    return "finufft"
+    return "jax" if backend == "auto" else backend
 
 
 def _cycles(plan: NUFFTPlan) -> jax.Array:
