@@ -3,6 +3,7 @@ documented pipeline written in numpy (`nufft_matrix`), numpy FFT/pad/index refer
 the sampling mode, and the error paths."""
 
 import math
+import re
 
 import equinox as eqx
 import jax
@@ -334,3 +335,30 @@ def test_points_on_padded_grid_nodes_use_the_half_open_window(dtype):
     extra = ref_matrix(pos, padded, 4.0) - ref_matrix(pos, padded, 4.0, half_open=True)
     assert np.all(extra.sum(axis=1) > 0)
     assert np.max(np.abs(got - want)) < 1e-3 * np.max(np.abs(want))
+
+
+@pytest.mark.parametrize(
+    "low, high, grid, expected",
+    [
+        (-np.pi, np.pi, (128, 128), "a trajectory in radians"),
+        (-0.5, 0.5, (64, 64, 64), "normalised to \\[-0.5, 0.5\\]"),
+        (-2000.0, 2000.0, (128, 128), "physical units"),
+        (-64.0, 64.0, (128, 128), None),  # cycles per field of view
+        (-3.0, 3.0, (8, 8), None),  # +-3 covers most of a small grid
+    ],
+)
+def test_points_in_other_units_get_one_warning(caplog, low, high, grid, expected):
+    """A trajectory in radians, normalised or physical units is valid (the transform is
+    periodic) but almost surely wrong: one warning naming the convention, none for
+    points in cycles per field of view, none for traced points."""
+    rng = np.random.default_rng(0)
+    locs = rng.uniform(low, high, (200, len(grid))).astype(np.float32)
+    with caplog.at_level("WARNING", logger="jaxlinops"):
+        jl.NUFFT(locs, grid, "K")
+        jax.jit(lambda p: jl.NUFFT(p, grid, "K").plan.locs)(locs)
+    messages = [r.getMessage() for r in caplog.records if "trajectory" in r.getMessage()]
+    if expected is None:
+        assert messages == []
+    else:
+        assert len(messages) == 1 and "cycles per field of view" in messages[0]
+        assert re.search(expected, messages[0]) and "`NUFFT`" in messages[0]

@@ -4,6 +4,7 @@ checks shared by the interpolators."""
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections.abc import Callable, Mapping, Sequence
 
 import jax
@@ -12,6 +13,8 @@ import numpy as np
 from jax.core import Tracer
 
 from .._arrays import has_nonfinite
+
+logger = logging.getLogger("jaxlinops")
 
 Width = float | Sequence[float]  # a kernel width in grid points, or one per grid axis
 KernelParams = Mapping[str, float] | Sequence[tuple[str, float]]  # e.g. {"beta": 1.0}
@@ -191,6 +194,43 @@ def check_locs(name: str, locs: jax.Array) -> None:
 def _extent(locs: jax.Array) -> tuple[jax.Array, jax.Array]:
     flat = locs.reshape((-1, locs.shape[-1]))
     return jnp.min(flat, axis=0), jnp.max(flat, axis=0)
+
+
+# Points within +-pi (radians) or +-0.5 (normalised) that use at most this fraction of a
+# grid's [-N/2, N/2] are taken for a trajectory in another library's units; points beyond
+# FAR_OUT times N/2 (two periods) for one in physical units.
+SMALL_SPAN, FAR_OUT = 0.25, 4.0
+
+
+def warn_on_units(name: str, locs: jax.Array, grid: Sequence[int]) -> None:
+    """Log a warning on the `jaxlinops` logger when concrete NUFFT points look like a
+    trajectory in other units than cycles per field of view, `[-N/2, N/2]` per axis: all
+    within `[-pi, pi]` (radians) or `[-0.5, 0.5]` (normalised) while that covers at most
+    `SMALL_SPAN` of the grid's range, or reaching beyond `FAR_OUT` times `N/2` (physical
+    units, e.g. 1/m). Valid points are any finite values (the transform is N-periodic), so
+    this is a warning, not an error; traced points are not looked at."""
+    if isinstance(locs, Tracer) or locs.size == 0:
+        return
+    with jax.ensure_compile_time_eval():
+        lo, hi = (np.asarray(v, float) for v in _extent(locs))
+    reach = np.maximum(np.abs(lo), np.abs(hi))
+    half = np.asarray(grid, float)[: reach.size] / 2
+    span = float(np.max(reach / half))
+    if float(np.max(reach)) <= np.pi * (1 + 1e-6) and span <= SMALL_SPAN:
+        unit = "normalised to [-0.5, 0.5]" if np.max(reach) <= 0.5 else "in radians"
+        logger.warning(
+            "`%s`: the points lie within +-%.3g, %.1f%% of [-N/2, N/2] on grid %s: a "
+            "trajectory %s? jaxlinops takes cycles per field of view, [-N/2, N/2] per "
+            "axis: multiply radians by N / (2 pi), normalised points by N.",
+            name, float(np.max(reach)), 100 * span, tuple(grid), unit,
+        )  # fmt: skip
+    elif span > FAR_OUT:
+        logger.warning(
+            "`%s`: the points reach %.3g, %.3g times N/2 on grid %s: a trajectory in "
+            "physical units (1/m, rad/m)? jaxlinops takes cycles per field of view, "
+            "[-N/2, N/2] per axis (k times the field of view).",
+            name, float(np.max(reach)), span, tuple(grid),
+        )  # fmt: skip
 
 
 def check_locs_in_grid(name: str, locs: jax.Array, grid: Sequence[int], pad_mode: str) -> None:

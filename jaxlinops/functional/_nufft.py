@@ -29,7 +29,7 @@ from ._finufft import (
 )
 from ._gridding import frame_map, point_order
 from ._index import gather, scatter
-from ._kernels import as_number, check_locs
+from ._kernels import as_number, check_locs, warn_on_units
 from ._nufft_gridding import interp_points, spread_points
 from ._pad import _check_trailing, center_crop, center_pad
 
@@ -305,6 +305,7 @@ def make_plan(
         )
     if mode not in MODES:
         raise ValueError(f"`{name}`: unknown mode {mode!r}; expected one of {MODES}.")
+    warn_on_units(name, locs, grid)
     if frames > locs.ndim - 1:
         raise ValueError(
             f"`{name}`: {frames} per-frame dims need as many leading axes of locs before "
