@@ -345,6 +345,7 @@ def test_points_on_padded_grid_nodes_use_the_half_open_window(dtype):
         (-2000.0, 2000.0, (128, 128), "physical units"),
         (-64.0, 64.0, (128, 128), None),  # cycles per field of view
         (-3.0, 3.0, (8, 8), None),  # +-3 covers most of a small grid
+        (0.0, 0.0, (128, 128), None),  # all points at the centre: a placeholder
     ],
 )
 def test_points_in_other_units_get_one_warning(caplog, low, high, grid, expected):

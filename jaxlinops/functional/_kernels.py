@@ -206,8 +206,8 @@ def warn_on_units(name: str, locs: jax.Array, grid: Sequence[int]) -> None:
     """Log a warning on the `jaxlinops` logger when concrete NUFFT points look like a
     trajectory in other units than cycles per field of view, `[-N/2, N/2]` per axis: all
     within `[-pi, pi]` (radians) or `[-0.5, 0.5]` (normalised) while that covers at most
-    `SMALL_SPAN` of the grid's range, or reaching beyond `FAR_OUT` times `N/2` (physical
-    units, e.g. 1/m). Valid points are any finite values (the transform is N-periodic), so
+    `SMALL_SPAN` of the grid's range (not all zero: a placeholder), or reaching beyond
+    `FAR_OUT` times `N/2` (physical units, e.g. 1/m). Valid points are any finite values (the transform is N-periodic), so
     this is a warning, not an error; traced points are not looked at."""
     if isinstance(locs, Tracer) or locs.size == 0:
         return
@@ -216,7 +216,7 @@ def warn_on_units(name: str, locs: jax.Array, grid: Sequence[int]) -> None:
     reach = np.maximum(np.abs(lo), np.abs(hi))
     half = np.asarray(grid, float)[: reach.size] / 2
     span = float(np.max(reach / half))
-    if float(np.max(reach)) <= np.pi * (1 + 1e-6) and span <= SMALL_SPAN:
+    if 0 < float(np.max(reach)) <= np.pi * (1 + 1e-6) and span <= SMALL_SPAN:
         unit = "normalised to [-0.5, 0.5]" if np.max(reach) <= 0.5 else "in radians"
         logger.warning(
             "`%s`: the points lie within +-%.3g, %.1f%% of [-N/2, N/2] on grid %s: a "
