@@ -114,7 +114,7 @@ def settings_for_eps(
             f"Pass oversamp and width instead."
         )
     dtype = _checked_dtype(name, dtype)
-    rounding = ROUNDING * float(jnp.finfo(dtype).eps) / 2 * math.hypot(*grid)
+    rounding = rounding_error(grid, dtype)
     fits = [
         (oversamp, width, MARGIN * (max(err, KERNEL_FLOOR) + rounding))
         for oversamp, errors in ERRORS.items()
@@ -133,6 +133,21 @@ def settings_for_eps(
         )
     _, oversamp, width = min(qualifying)
     return oversamp, float(width)
+
+
+def rounding_error(grid_size: Sequence[int], dtype: DTypeLike) -> float:
+    """The error that rounding the points in padded-grid units adds in `dtype`,
+    `ROUNDING * u * |N|` (see the module docstring)."""
+    return ROUNDING * float(jnp.finfo(dtype).eps) / 2 * math.hypot(*grid_size)
+
+
+def predicted_error(
+    oversamp: float, width: float, grid_size: Sequence[int], dtype: DTypeLike
+) -> float:
+    """The error bound a NUFFT with `(oversamp, width)` states on `grid_size` in `dtype`:
+    `MARGIN` times the tabulated error plus the rounding of the points, as
+    [`settings_for_eps`][] predicts it (a setting qualifies for an `eps` at least this)."""
+    return MARGIN * (tabulated_error(oversamp, width) + rounding_error(grid_size, dtype))
 
 
 def tabulated_error(oversamp: float, width: float) -> float:

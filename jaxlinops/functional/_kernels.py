@@ -207,8 +207,9 @@ def warn_on_units(name: str, locs: jax.Array, grid: Sequence[int]) -> None:
     trajectory in other units than cycles per field of view, `[-N/2, N/2]` per axis: all
     within `[-pi, pi]` (radians) or `[-0.5, 0.5]` (normalised) while that covers at most
     `SMALL_SPAN` of the grid's range (not all zero: a placeholder), or reaching beyond
-    `FAR_OUT` times `N/2` (physical units, e.g. 1/m). Valid points are any finite values (the transform is N-periodic), so
-    this is a warning, not an error; traced points are not looked at."""
+    `FAR_OUT` times `N/2` (physical units, e.g. 1/m). Valid points are any finite values
+    (the transform is N-periodic), so this is a warning, not an error; traced points are
+    not looked at."""
     if isinstance(locs, Tracer) or locs.size == 0:
         return
     with jax.ensure_compile_time_eval():

@@ -19,7 +19,7 @@ from jaxtyping import Float
 from .. import config
 from .._arrays import as_array, as_sizes, has_nonfinite, promote, right_align
 from .._reverse_mode import forward_mode_error
-from ._accuracy import settings_for_eps, tabulated_error
+from ._accuracy import predicted_error, settings_for_eps
 from ._fft import centered_fftn
 from ._finufft import (
     INSTALL,
@@ -71,6 +71,20 @@ class NUFFTPlan(eqx.Module):
     frames: int = eqx.field(static=True, default=0)
 
     @property
+    def accuracy(self) -> float | None:
+        """The relative error against the exact transform that the plan promises: the
+        `eps` finufft was asked to meet (its tolerance times `FINUFFT_MARGIN`), else the
+        error predicted for `(oversamp, width)` on the grid in the points' precision
+        (`_accuracy.predicted_error`); None in sampling mode (no approximation: the
+        points are moved to the nearest padded-grid node)."""
+        if self.mode == "sampling":
+            return None
+        if self.eps is not None:
+            return self.eps * FINUFFT_MARGIN
+        dtype = jnp.complex64 if self.locs.dtype == jnp.float32 else jnp.complex128
+        return predicted_error(self.oversamp, self.width, self.grid_size, dtype)
+
+    @property
     def scale(self) -> float:
         """$w^D \\sqrt{\\prod N / \\prod N_{pad}}$; the interpolated output is divided by it."""
         ratio = math.prod(self.grid_size) / math.prod(self.padded_size)
@@ -116,8 +130,8 @@ def nufft_plan(
     - `backend`: how the interpolate mode grids: `"jax"` (XLA's gather and scatter),
       `"pallas"` (Pallas kernels; on CUDA GPUs, and in interpret mode, for testing,
       elsewhere), `"finufft"` (the whole transform by jax-finufft, `pip install
-      'jaxlinops[finufft]'`, to tolerance `eps`, or without `eps` to the tabulated error
-      of `(oversamp, width)`), or `"auto"`: `"jax"`, whatever is installed (the one path
+      'jaxlinops[finufft]'`, to the error `eps`, or without `eps` to the error the JAX
+      path promises for `(oversamp, width)`: `NUFFTPlan.accuracy`), or `"auto"`: `"jax"`, whatever is installed (the one path
       that keeps the whole contract: torchlinops' kernel, grid splits, `jax.export`,
       derivatives of its own forward; finufft and Pallas are opt-in). None:
       `jaxlinops.config.nufft_backend` (default `"auto"`). All
@@ -349,8 +363,10 @@ def make_plan(
         if isinstance(locs, Tracer):
             bad = ~jnp.all(jnp.isfinite(locs))
             prepped = eqx.error_if(prepped, bad, f"`{name}`: locs contain NaN or Inf values.")
-    elif backend == "finufft":
-        eps = (eps or tabulated_error(oversamp, width)) / FINUFFT_MARGIN
+    elif backend == "finufft":  # asked for the error the JAX path promises, or for eps
+        single = prepped.dtype == jnp.float32
+        promised = predicted_error(oversamp, width, grid, "complex64" if single else "complex128")
+        eps = (eps or promised) / FINUFFT_MARGIN
         if apodize_weights is not None:
             raise ValueError(f"`{name}`: apodize_weights do not apply to backend='finufft'.")
     else:

@@ -240,9 +240,10 @@ class NUFFT(NamedLinop):
         return jnp.asarray(weights, jnp.result_type(float))
 
     def __repr__(self) -> str:
-        """The operator's dims, with the backend that grids (and finufft's tolerance)."""
+        """The operator's dims, with the backend that grids and the relative error the
+        plan promises (`NUFFTPlan.accuracy`), the same contract for every backend."""
         plan = self.plan
-        extra = "" if plan.eps is None else f", eps={plan.eps:g}"
+        extra = "" if plan.accuracy is None else f", error<={plan.accuracy:.2g}"
         return f"{super().__repr__()} [{plan.mode}, backend={plan.backend}{extra}]"
 
     def size(self, dim: str) -> int | None:
