@@ -31,6 +31,7 @@ from typing import Any
 import jax
 import numpy as np
 import torch
+from jax.core import Tracer
 
 import jaxlinops
 from jaxlinops import NamedLinop
@@ -121,7 +122,7 @@ def _callback(fn: Any) -> Any:
 
     @functools.wraps(fn)
     def on_arrays(*args, **kwargs):
-        if any(isinstance(v, jax.core.Tracer) for v in jax.tree.leaves((args, kwargs))):
+        if any(isinstance(v, Tracer) for v in jax.tree.leaves((args, kwargs))):
             return _on_host(fn, args, kwargs)
         return to_jax_side(fn(*to_torch_side(args), **to_torch_side(kwargs)))
 

@@ -131,13 +131,13 @@ def nufft_plan(
       `"pallas"` (Pallas kernels; on CUDA GPUs, and in interpret mode, for testing,
       elsewhere), `"finufft"` (the whole transform by jax-finufft, `pip install
       'jaxlinops[finufft]'`, to the error `eps`, or without `eps` to the error the JAX
-      path promises for `(oversamp, width)`: `NUFFTPlan.accuracy`), or `"auto"`: `"jax"`, whatever is installed (the one path
-      that keeps the whole contract: torchlinops' kernel, grid splits, `jax.export`,
-      derivatives of its own forward; finufft and Pallas are opt-in). None:
-      `jaxlinops.config.nufft_backend` (default `"auto"`). All
-      compute the same transform; they differ by the approximation error (finufft's kernel
-      is its own; it is asked for `eps / FINUFFT_MARGIN`, as its error can exceed its
-      tolerance).
+      path promises for `(oversamp, width)`: `NUFFTPlan.accuracy`), or `"auto"`:
+      `"jax"`, whatever is installed (the one path that keeps the whole contract:
+      torchlinops' kernel, grid splits, `jax.export`, derivatives of its own forward;
+      finufft and Pallas are opt-in). None: `jaxlinops.config.nufft_backend` (default
+      `"auto"`). All compute the same transform; they differ by the approximation error
+      (finufft's kernel is its own; it is asked for `eps / FINUFFT_MARGIN`, as its error
+      can exceed its tolerance).
 
     **Bad values:** concrete `locs` with NaN or Inf raise a ValueError. Traced `locs`
     (under `jit`, `vmap`, `grad`) cannot be checked in Python. In interpolate mode such a
