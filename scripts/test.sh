@@ -156,14 +156,20 @@ py312_core() {
   # stage (test_split.py, test_batched.py and test_multihost.py exercise splitting on the
   # newest jax, and the contract differentiates every operator), and so are the accuracy
   # studies of the gridding operators (their operators are in the contract), the docs and
-  # the demo, tour and benchmark suite (applications of the same operators and solvers).
+  # the demo, tour and benchmark suite (applications of the same operators and solvers),
+  # the GPU check's dry run (a script over the same tests), the property fuzz and the
+  # planner's choices (the same operators and compiled calls, checked by the contract and
+  # the split tests here) and the two-process test (the same mesh as the 8-device ones).
   # The notebooks need the notebooks extra, which this stage does not install.
   local skip="test_batched_matches_the_operator or test_split_matches_a_block_of_the_operator"
   skip+=" or test_grad_wrt_operator_arrays"
   local ignored=(--ignore=tests/test_toeplitz.py --ignore=tests/test_nufft.py
     --ignore=tests/test_interp.py --ignore=tests/test_conv.py --ignore=tests/test_docs.py
     --ignore=tests/test_demo.py --ignore=tests/test_tour.py
-    --ignore=tests/test_benchmarks.py --ignore=tests/test_notebooks.py)
+    --ignore=tests/test_benchmarks.py --ignore=tests/test_notebooks.py
+    --ignore=tests/test_gpu_check.py --ignore=tests/test_properties.py
+    --ignore=tests/test_planner.py --ignore=tests/test_planner_grid.py
+    --ignore=tests/test_multihost.py)
   run_pytest "$py" -k "not (test_operator_contract and (float32 or complex64)) and not ($skip)" \
     "${ignored[@]}" "$@"
 }
