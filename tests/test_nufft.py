@@ -92,7 +92,9 @@ BACKENDS = [
 @pytest.mark.parametrize("dtype", [jnp.complex64, jnp.complex128], ids=["c64", "c128"])
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_accuracy_against_exact_dft(case, dtype, oswidth, backend):
-    """Every backend meets the accuracy of the setting (finufft is asked for it)."""
+    """Every backend meets the error the plan promises (`plan.accuracy`, in the repr); the
+    JAX kernel (jax, pallas) also the table's measured error of the setting, which the
+    promise doubles as a margin (finufft is asked for the promise, with its own kernel)."""
     grid, npoints = CASES[case]
     real = jnp.finfo(dtype).dtype
     locs = random_locs(1, grid, npoints, real)
@@ -100,7 +102,8 @@ def test_accuracy_against_exact_dft(case, dtype, oswidth, backend):
     assert plan.backend == backend
     x, y = rand(2, grid, dtype), rand(3, (npoints,), dtype)
     E = dft_matrix(locs, grid)
-    bound = ACCURACY[oswidth]
+    bound = plan.accuracy if backend == "finufft" else ACCURACY[oswidth]
+    assert bound <= plan.accuracy
     assert rel_err(F.nufft(x, plan), E @ np.asarray(x).ravel()) <= bound
     assert rel_err(F.nufft_adjoint(y, plan), E.conj().T @ np.asarray(y)) <= bound
     assert F.nufft(x, plan).dtype == dtype and F.nufft_adjoint(y, plan).dtype == dtype
