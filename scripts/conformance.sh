@@ -12,8 +12,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-JAX_FLOOR=1023
-TORCH_FLOOR=1120
+JAX_FLOOR=974
+TORCH_FLOOR=1070
 py=${PYTHON:-.venv/bin/python}
 "$py" -m pip install -q sigpy
 sdist_dir="$(mktemp -d)"
