@@ -1,7 +1,8 @@
 """torchlinops' `nameddim` module: `from jaxlinops.nameddim import NamedDimension as ND`.
 
 `Dim` is jaxlinops' own parser; `NamedDimension` is a `str` subclass that jaxlinops
-operators accept as a dim (they store its plain name). torchlinops' matching helpers
+operators accept as a dim (they store its plain name; `Dense(W)` without shapes holds
+torchlinops' `AnyDim(k)` objects). torchlinops' matching helpers
 (`isequal`, `iscompatible`, `align`, `resolve_wildcards`, `max_shape`, `coalesce`) keep
 its rules for code that calls them; jaxlinops' operators match shapes with
 `jaxlinops._dims`. `standardize_shapes` is not provided: it sets operators' shapes in

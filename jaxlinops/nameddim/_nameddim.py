@@ -3,7 +3,8 @@
 A `NamedDimension` *is* its name (`ND("A", 1) == "A1"`, same hash), so it can be used
 wherever jaxlinops takes a dim, and jaxlinops' shapes (tuples of str) can be compared
 with torchlinops-style ones directly. jaxlinops stores plain strings
-(`jaxlinops._dims.as_dims` converts), so operators never hold these objects.
+(`jaxlinops._dims.as_dims` converts), except the dims `Dense(W)` infers without shapes,
+torchlinops' `AnyDim(k)`, which it holds as these objects (`A.weightshape[0].name`).
 """
 
 from __future__ import annotations
