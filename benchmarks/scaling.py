@@ -475,7 +475,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(
         formatter_class=argparse.ArgumentDefaultsHelpFormatter, description=__doc__.split("\n\n")[0]
     )
-    parser.add_argument("--counts", help="device counts (default 1,2,4,8; --quick: 1,2,8)")
+    parser.add_argument("--counts", help="device counts (default 1,2,4,8; --quick: 1,8)")
     parser.add_argument("--n3", type=int, default=48, help="CG-SENSE grid n (n x n x n)")
     parser.add_argument("--slab", type=int, default=24, help="weak scaling: Nx per device")
     parser.add_argument("--large", type=int, default=256, help="cost model: a larger n")
@@ -486,14 +486,14 @@ def main(argv=None) -> int:
     parser.add_argument("--n3nufft", type=int, default=32, help="3-D NUFFT grid n (n x n x n)")
     parser.add_argument("--points3", type=int, default=16384, help="3-D NUFFT points")
     parser.add_argument("--runs", type=int, default=3, help="timed runs per row")
-    parser.add_argument("--quick", action="store_true", help="tiny sizes, 1, 2, 8 devices")
+    parser.add_argument("--quick", action="store_true", help="tiny sizes, 1 and 8 devices")
     parser.add_argument("--json", help="write the figures here")
     args = parser.parse_args(argv)
     if args.quick:
         args.n3, args.slab, args.large, args.iters = 16, 8, 64, 2
         args.n, args.spokes, args.coils, args.runs = 32, 8, 4, 1
         args.n3nufft, args.points3 = 16, 1024
-    counts = [int(c) for c in (args.counts or ("1,2,8" if args.quick else "1,2,4,8")).split(",")]
+    counts = [int(c) for c in (args.counts or ("1,8" if args.quick else "1,2,4,8")).split(",")]
     jax.config.update("jax_num_cpu_devices", max(counts))  # used where there is no GPU
     devices = jax.devices()
     counts = [c for c in counts if c <= len(devices)]

@@ -55,6 +55,9 @@ else
   echo "gpu_check: notice: no wheels in $WHEELS; peers that are not installed are skipped"
 fi
 export PYTHONPATH="$SITE:$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
+# the tests with XLA's defaults, as a user runs them (tests/conftest.py otherwise compiles
+# at -O0 with a persistent cache, for a short CPU run)
+export JAXLINOPS_TEST_XLA_DEFAULTS=1
 command -v nvidia-smi >/dev/null && nvidia-smi -L
 "$PY" -c 'import jax; print("gpu_check: jax", jax.__version__, jax.devices())' || exit 2
 if [[ $MODE == gpu ]] && [[ $("$PY" -c 'import jax; print(jax.default_backend())') != gpu ]]; then

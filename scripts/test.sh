@@ -1,21 +1,28 @@
 #!/usr/bin/env bash
-# Set up and run the whole test suite.
+# Set up and run the test suite.
 #
-#   bash scripts/test.sh           .venv with `python3`: torch==2.13.0 (CPU build) first, then
-#                                  `pip install -e .[test,torch,docs,notebooks]` and
-#                                  torchlinops (the reference for interop.from_torchlinops:
-#                                  torch-named-linops without its GPU dependencies, plus the
-#                                  four it imports); ruff and pyright, then pytest on tests/
-#                                  (which also runs the notebooks and builds the docs),
-#                                  then torchlinops' own test suite on jaxlinops
-#                                  (scripts/conformance.sh).
-#   bash scripts/test.sh --py312   the tests again on Python 3.12 with the newest jax and no
-#                                  torch, in .venv-py312 (torch tests skip; the operator
-#                                  contract runs in complex128 only). Without a Python 3.12
-#                                  interpreter it prints a notice and exits 0.
+#   bash scripts/test.sh               .venv with `python3`: torch==2.13.0 (CPU build) first,
+#                                      then `pip install -e .[test,torch,docs,notebooks,finufft]`
+#                                      and torchlinops (the reference for
+#                                      interop.from_torchlinops: torch-named-linops without its
+#                                      GPU dependencies, plus the four it imports); ruff and
+#                                      pyright, then pytest on tests/ (which also runs the
+#                                      notebooks and builds the docs). About 12 minutes on 2
+#                                      cores, 5 on a rerun (tests/conftest.py: compiled
+#                                      programs persist in .cache/jax).
+#   bash scripts/test.sh --other-cpus  the numerically sensitive tests again with XLA's
+#                                      defaults and its kernels for older CPUs (AVX2, SSE4.2),
+#                                      in .venv as the first command left it. About 3 minutes.
+#   bash scripts/test.sh --py312       the core tests again on Python 3.12 with the newest jax
+#                                      and no torch, in .venv-py312 (torch tests skip; the
+#                                      operator contract runs in complex128 only). Without a
+#                                      Python 3.12 interpreter it prints a notice and exits 0.
+#                                      About 7 minutes.
 #
+# CI (.ci/run) runs all three and torchlinops' own test suite (scripts/conformance.sh).
 # Further arguments go to pytest, e.g. `bash scripts/test.sh -k dense`.
-# Virtual environments are reused when present; the project is reinstalled every time.
+# Virtual environments are reused when present; the first and third commands reinstall the
+# project every time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -79,26 +86,20 @@ run_pytest() {
   return "$rc"
 }
 
-# other_cpus PYTHON [ARGS...]: the numerically sensitive tests again with XLA's kernels for
-# older CPUs (AVX2 and SSE4.2 instead of this machine's best), which round differently:
-# the same code paths a user's Intel or AMD machine may take. Skipped when ARGS select tests.
+# other_cpus [ARGS...]: the numerically sensitive tests again with XLA's defaults (no
+# `-O0`, no compilation cache: tests/conftest.py) and its kernels for older CPUs (AVX2 and
+# SSE4.2 instead of this machine's best), which round differently: the code paths a user's
+# Intel or AMD machine may take.
 SENSITIVE=(tests/test_alg.py tests/test_normal_folding.py tests/test_toeplitz.py
   tests/test_properties.py)
 other_cpus() {
-  local py=$1 isa
-  shift
-  [[ $# -eq 0 ]] || return 0
+  local py=.venv/bin/python isa
+  [[ -x $py ]] || { echo "test.sh: error: no .venv; run bash scripts/test.sh first" >&2; return 1; }
   for isa in AVX2 SSE4_2; do
     echo "test.sh: the numerically sensitive tests with XLA_FLAGS=--xla_cpu_max_isa=$isa"
-    XLA_FLAGS="--xla_cpu_max_isa=$isa" run_pytest "$py" "${SENSITIVE[@]}"
+    JAXLINOPS_TEST_XLA_DEFAULTS=1 XLA_FLAGS="--xla_cpu_max_isa=$isa" \
+      run_pytest "$py" "${SENSITIVE[@]}" "$@"
   done
-}
-
-# conformance PYTHON [ARGS...]: torchlinops' own test suite on jaxlinops
-# (scripts/conformance.sh, about 3 minutes). Skipped when ARGS select tests.
-conformance() {
-  [[ $# -le 1 ]] || return 0
-  PYTHON=$1 bash scripts/conformance.sh
 }
 
 # install_chromium: Debian's headless Chromium for tests/test_site.py, which loads every
@@ -132,8 +133,6 @@ main_suite() {
   "$py" -m ruff format --check . || lint=1
   "$py" -m pyright --project pyproject.toml || lint=1  # not a pyrightconfig.json above
   run_pytest "$py" "$@"
-  other_cpus "$py" "$@"
-  conformance "$py" "$@"
   if [[ $lint -ne 0 ]]; then
     echo "test.sh: error: ruff or pyright found problems (listed above the tests)." >&2
     return 1
@@ -150,32 +149,30 @@ py312_core() {
   echo "test.sh: installing jaxlinops[test,finufft] (editable) with the newest jax, no torch"
   "$py" -m pip install -q -U --upgrade-strategy eager -e ".[test,finufft]"
   echo "test.sh: setup took $((SECONDS - start)) s; $("$py" -c "$VERSIONS")"
-  # The main stage covers every dtype; here the per-operator contract runs in complex128
-  # only, which exercises the same code paths on the newest jax at a third of the cost.
-  # The per-operator split, batched and parameter-gradient checks are left to the main
-  # stage (test_split.py, test_batched.py and test_multihost.py exercise splitting on the
-  # newest jax, and the contract differentiates every operator), and so are the accuracy
-  # studies of the gridding operators (their operators are in the contract), the docs and
-  # the demo, tour and benchmark suite (applications of the same operators and solvers),
-  # the GPU check's dry run (a script over the same tests), the property fuzz and the
-  # planner's choices (the same operators and compiled calls, checked by the contract and
-  # the split tests here) and the two-process test (the same mesh as the 8-device ones).
-  # The notebooks need the notebooks extra, which this stage does not install.
-  local skip="test_batched_matches_the_operator or test_split_matches_a_block_of_the_operator"
+  # API drift between jax releases shows in the calls jaxlinops makes, not in the sizes
+  # or dtypes of the problems: here the per-operator contract runs in complex128 only, and
+  # the tests of the same operators and compiled calls at other sizes or in other
+  # combinations are left to the main stage: the per-operator split, batched and
+  # parameter-gradient checks (test_split.py, test_batched.py and test_grid_split.py split on
+  # the newest jax, and the contract differentiates every operator), the accuracy studies of
+  # the gridding operators and the grid-split variants (pencils, points, coils, blocks, the
+  # split Toeplitz kernel, per-frame), the trajectory gradients, construction inside jit,
+  # the docs, notebooks, demo, tour and benchmark scripts, the GPU check's dry run, the
+  # property fuzz, the planner's choices and the two-process test.
+  local skip="test_batched_along_every_dim or test_split_matches_a_block_of_the_operator"
   skip+=" or test_grad_wrt_operator_arrays"
-  local ignored=(--ignore=tests/test_toeplitz.py --ignore=tests/test_nufft.py
-    --ignore=tests/test_interp.py --ignore=tests/test_conv.py --ignore=tests/test_docs.py
-    --ignore=tests/test_demo.py --ignore=tests/test_tour.py
-    --ignore=tests/test_benchmarks.py --ignore=tests/test_notebooks.py
-    --ignore=tests/test_gpu_check.py --ignore=tests/test_properties.py
-    --ignore=tests/test_planner.py --ignore=tests/test_planner_grid.py
-    --ignore=tests/test_multihost.py)
-  run_pytest "$py" -k "not (test_operator_contract and (float32 or complex64)) and not ($skip)" \
-    "${ignored[@]}" "$@"
+  local ignored=() name
+  for name in toeplitz nufft interp conv docs demo tour benchmarks notebooks gpu_check \
+    properties planner planner_grid multihost trajectory_grad construct_in_jit grid_coils \
+    grid_pencils grid_points grid_kernel grid_blocks per_frame nufft_accuracy; do
+    ignored+=("--ignore=tests/test_$name.py")
+  done
+  skip+=" or (test_operator_contract and (float32 or float64 or complex64))"
+  run_pytest "$py" -k "not ($skip)" "${ignored[@]}" "$@"
 }
 
-if [[ ${1:-} == --py312 ]]; then
-  py312_core "${@:2}"
-else
-  main_suite "$@"
-fi
+case ${1:-} in
+  --py312) py312_core "${@:2}" ;;
+  --other-cpus) other_cpus "${@:2}" ;;
+  *) main_suite "$@" ;;
+esac
