@@ -7,17 +7,17 @@
 #                                      interop.from_torchlinops: torch-named-linops without its
 #                                      GPU dependencies, plus the four it imports); ruff and
 #                                      pyright, then pytest on tests/ (which also runs the
-#                                      notebooks and builds the docs). About 12 minutes on 2
-#                                      cores, 5 on a rerun (tests/conftest.py: compiled
+#                                      notebooks and builds the docs). About 21 minutes on 2
+#                                      cores, 10 on a rerun (tests/conftest.py: compiled
 #                                      programs persist in .cache/jax).
 #   bash scripts/test.sh --other-cpus  the numerically sensitive tests again with XLA's
 #                                      defaults and its kernels for older CPUs (AVX2, SSE4.2),
-#                                      in .venv as the first command left it. About 3 minutes.
+#                                      in .venv as the first command left it. About 2.5 minutes.
 #   bash scripts/test.sh --py312       the core tests again on Python 3.12 with the newest jax
 #                                      and no torch, in .venv-py312 (torch tests skip; the
 #                                      operator contract runs in complex128 only). Without a
 #                                      Python 3.12 interpreter it prints a notice and exits 0.
-#                                      About 7 minutes.
+#                                      About 4 minutes.
 #
 # CI (.ci/run) runs all three and torchlinops' own test suite (scripts/conformance.sh).
 # Further arguments go to pytest, e.g. `bash scripts/test.sh -k dense`.

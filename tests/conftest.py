@@ -14,7 +14,7 @@ Compiling dominates the suite's time (its problems are small), so by default:
   (`scripts/test.sh --other-cpus`), and the GPU check with XLA's defaults.
 - compiled programs persist in `.cache/jax` at the repository root (JAX's persistent
   compilation cache), shared by the pytest workers, the notebooks and the scripts the
-  tests start, and by the next run (about 3x faster on a rerun).
+  tests start, and by the next run (a rerun of the whole suite takes half the time).
 
 `JAXLINOPS_TEST_XLA_DEFAULTS=1` keeps XLA's defaults and no cache: what a user runs.
 These settings reach the subprocesses the tests start through the environment.
