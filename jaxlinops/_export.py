@@ -28,6 +28,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import json
+import sys
 from typing import Any, TypeVar
 
 import equinox as eqx
@@ -248,23 +249,32 @@ def _subclasses(cls: type) -> list[type]:
 
 
 def _register_package() -> None:
-    """Register jaxlinops' own Modules, the result NamedTuples of `jaxlinops.alg`, and the
-    frozen dataclasses that static fields hold."""
-    from ._core import Coupling
-    from .functional._blocks import BlockGeometry
-    from .functional._kernels import KernelSettings
-    from .sharding._batched import BatchDim
-
+    """Register jaxlinops' own Modules, the result NamedTuples of `jaxlinops.alg`, and
+    every frozen dataclass and enum defined in jaxlinops (any may sit in a static field):
+    found by walking the package's modules, so a new one needs no entry here."""
     modules = [c for c in _subclasses(eqx.Module) if _serialized_name(c).startswith(_PACKAGE)]
     results = [
         v
         for v in vars(alg).values()
         if isinstance(v, type) and issubclass(v, tuple) and hasattr(v, "_fields")
     ]
-    for cls in dict.fromkeys(
-        [*modules, *results, BatchDim, Coupling, KernelSettings, BlockGeometry]
-    ):
+    values = [
+        v
+        for name, module in list(sys.modules.items())
+        if name.split(".")[0] == _PACKAGE
+        for v in vars(module).values()
+        if isinstance(v, type) and v.__module__ == name and _is_value_class(v)
+    ]
+    for cls in dict.fromkeys([*modules, *results, *values]):
         register_for_export(cls)
+
+
+def _is_value_class(cls: type) -> bool:
+    """A frozen dataclass (not a Module) or an enum: a value a static field may hold."""
+    if issubclass(cls, eqx.Module):
+        return False
+    frozen = dataclasses.is_dataclass(cls) and getattr(cls, "__dataclass_params__").frozen
+    return frozen or issubclass(cls, enum.Enum)
 
 
 _register_package()

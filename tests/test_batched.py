@@ -235,6 +235,23 @@ def test_bad_input():
     assert_close(jax.jit(lambda op, v: op(v))(B, x), nufft(x), C128)
 
 
+@pytest.mark.parametrize("devices", [None, 4], ids=["memory-tiles", "4-devices"])
+def test_sum_batched_along_the_summed_dim(devices):
+    """A sum over `C` batched along `C`: the forward sums the tiles' partial sums (as the
+    unbatched operator); the adjoint and normal, whose output `C` no size fixes (a
+    broadcast axis), refuse with a jaxlinops error naming the dim (they crashed with
+    `KeyError: 'C'`)."""
+    S = jl.SumReduce(("C", "N"), ("N",))
+    x = rand(3, (4, 6))
+    device_matrix = None if devices is None else DEVICES[:devices]
+    B = jl.create_batched_linop(S, jl.BatchSpec({"C": 1}, device_matrix=device_matrix))
+    assert_close(B(x), x.sum(0), C128)
+    with pytest.raises(ValueError, match=r"batched along dim 'C', whose size neither the"):
+        B.H(rand(4, (6,)))
+    with pytest.raises(ValueError, match=r"batched along dim 'C1', whose size neither the"):
+        B.N(x)
+
+
 def test_padded_dim_that_a_child_does_not_size():
     """A ragged padded tile along `C`, where the SumReduce child does not know the size of
     `C`: the mask takes the size from the tile grid (it crashed in `slice.indices`)."""

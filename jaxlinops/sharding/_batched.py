@@ -215,6 +215,14 @@ class BatchedLinop(NamedLinop):
         """Pad the batched input dims to whole tiles, run, cut the output back."""
         batch = dict(self.batch)
         in_axes = {d: _axis(self.ishape, d, x.ndim) for d in batch if d in self.ishape}
+        for d, bd in batch.items():
+            if bd.size is None and d not in in_axes:  # e.g. the adjoint of a sum over d
+                raise ValueError(
+                    f"{self.name}: batched along dim {d!r}, whose size neither the operator "
+                    f"nor its input {self.ishape} fixes (the adjoint of a sum over {d!r} "
+                    f"broadcasts along it), so its tiles cannot be laid out; apply the "
+                    f"unbatched operator here, or batch one that fixes the size of {d!r}."
+                )
         sizes = {d: x.shape[in_axes[d]] if bd.size is None else bd.size for d, bd in batch.items()}
         counts = {d: bd.count(sizes[d]) for d, bd in batch.items()}
         for d, axis in in_axes.items():
