@@ -403,7 +403,7 @@ def nufft_sense(args, counts, devices) -> dict:
         print(f"\n{name.upper()} SENSE NUFFT, {coils} coils, {where}, "
               f"{math.prod(locs.shape[:-1])} points, Toeplitz normal")  # fmt: skip
         results[name] = nufft_rows(A, image, counts, devices, args.runs, len(grid) == 3)
-        print(nufft_targets(results[name], max(counts)))
+        print(f"\n{nufft_targets(results[name], max(counts))}")  # a list after the table
     return results
 
 
@@ -467,7 +467,7 @@ def nufft_targets(rows: dict, count: int) -> str:
                 lines.append(
                     f"{direction}: {how} / coil split time per point at D={count}: {ratio:.2f}"
                 )
-    return "\n".join(lines)
+    return "\n".join(f"- {line}" for line in lines)
 
 
 # --------------------------------------------------------------------------- main
