@@ -25,8 +25,7 @@ from pathlib import Path
 
 import jax
 
-FOR_TESTS = os.environ.get("JAXLINOPS_TEST_XLA_DEFAULTS") != "1"
-if FOR_TESTS:
+if os.environ.get("JAXLINOPS_TEST_XLA_DEFAULTS") != "1":
     flags = os.environ.get("XLA_FLAGS", "")
     os.environ["XLA_FLAGS"] = f"--xla_backend_optimization_level=0 {flags}".strip()
     os.environ.setdefault(
