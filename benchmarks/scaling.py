@@ -232,24 +232,28 @@ def cg_row(A, how: str, count: int, devices, iters: int, runs: int) -> dict:
     }
 
 
-CG_HEAD = (
-    "| split | D | grid | args MiB | out MiB | temp MiB | peak MiB | / unsplit | comm MiB/it "
-    "| method MiB | ratio | ms/normal | ms/CG it |\n"
-    "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+# two tables of 8 columns for each scaling (one of 13 ran off the page)
+CG_HEADS = (
+    "| split | D | grid | args MiB | out MiB | temp MiB | peak MiB | / unsplit |\n"
+    "|---|---|---|---|---|---|---|---|",
+    "| split | D | grid | comm MiB/it | method MiB | ratio | ms/normal | ms/CG it |\n"
+    "|---|---|---|---|---|---|---|---|",
 )
 
 
-def cg_line(how: str, count: int, shape, row: dict, unsplit_peak: float) -> str:
-    grid = "x".join(map(str, shape))
+def cg_lines(how: str, count: int, shape, row: dict, unsplit_peak: float) -> tuple[str, str]:
+    """The row of each of the two tables (`CG_HEADS`): memory, then collectives and time."""
+    start = f"| {how} | {count} | {'x'.join(map(str, shape))} |"
     if "refused" in row:
-        return f"| {how} | {count} | {grid} | refused: {row['refused']} |"
+        return (f"{start} refused: {row['refused']} |",) * 2
     model = row["method_MiB"]
     ratio = f"{row['comm_per_iteration_MiB'] / model:.3f}" if model else "—"
     return (
-        f"| {how} | {count} | {grid} | {row['arguments_MiB']:.2f} | {row['output_MiB']:.2f} | "
+        f"{start} {row['arguments_MiB']:.2f} | {row['output_MiB']:.2f} | "
         f"{row['temporaries_MiB']:.2f} | {row['peak_MiB']:.2f} | "
-        f"{row['peak_MiB'] / unsplit_peak:.3f} | {row['comm_per_iteration_MiB']:.3f} | "
-        f"{model:.3f} | {ratio} | {row['normal_ms']:.1f} | {row['iteration_ms']:.1f} |"
+        f"{row['peak_MiB'] / unsplit_peak:.3f} |",
+        f"{start} {row['comm_per_iteration_MiB']:.3f} | {model:.3f} | {ratio} | "
+        f"{row['normal_ms']:.1f} | {row['iteration_ms']:.1f} |",
     )
 
 
@@ -270,19 +274,25 @@ def cg_sense(args, counts, devices) -> dict:
             if scaling == "strong"
             else (f"({args.slab} D) x {n} x {n}: one {args.slab}-entry slab of Nx per device")
         )
-        print(f"\n{scaling} scaling ({what})\n\n{CG_HEAD}")
+        tables: tuple[list, list] = ([], [])
         for count, shape in sizes:
             if shape not in unsplit:  # the operator and its unsplit figures, once per size
                 A = cartesian_sense(rng, coils, shape)
                 unsplit[shape] = A, cg_row(A, "none", 1, devices, args.iters, args.runs)
             A, base = unsplit[shape]
             results[f"{scaling}/none/{count}"] = {"shape": shape, **base}
-            if count == 1 or scaling == "weak":
-                print(cg_line("none", 1, shape, base, base["peak_MiB"]))
+            rows = [("none", 1, base)] if count == 1 or scaling == "weak" else []
             for how in hows(count):
                 row = cg_row(A, how, count, devices, args.iters, args.runs)
                 results[f"{scaling}/{how}/{count}"] = {"shape": shape, **row}
-                print(cg_line(how, count, shape, row, base["peak_MiB"]), flush=True)
+                rows.append((how, count, row))
+            for how, d, row in rows:
+                for table, line in zip(tables, cg_lines(how, d, shape, row, base["peak_MiB"])):
+                    table.append(line)
+        titles = ("memory per device", "collectives and time")
+        for title, head, table in zip(titles, CG_HEADS, tables):
+            print(f"\n{scaling} scaling ({what}): {title}\n\n{head}")
+            print("\n".join(table), flush=True)
     return results
 
 

@@ -117,6 +117,7 @@ def test_scaling_script_runs_with_grid_rows_and_the_methods_bytes(tmp_path):
     record = json.loads(out.read_text())
     for head in (
         "| split | D | grid | args MiB | out MiB | temp MiB | peak MiB | / unsplit |",
+        "| split | D | grid | comm MiB/it | method MiB | ratio | ms/normal | ms/CG it |",
         "| one-device time | split | GPUs | compute ms | comm ms | total ms |",
         "| direction | split | D | args MiB | out MiB | temp MiB | comm MiB | ms |",
     ):

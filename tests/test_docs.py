@@ -10,7 +10,10 @@ tests run the code."""
 
 import importlib
 import importlib.util
+import os
 import re
+import subprocess
+import sys
 import warnings
 from pathlib import Path
 
@@ -207,3 +210,30 @@ def test_lists_do_not_run_into_their_paragraph(page):
     for paragraph in re.findall(r"<p>(.*?)</p>", render_page(page), re.S):
         bad = re.search(r"\n\s*(?:[-*+]|\d+\.) .*", paragraph)
         assert not bad, f"{page}: a list inside a paragraph (add a blank line): {bad[0]!r}"
+
+
+def test_the_sharding_page_runs_on_one_device():
+    """The sharding page's examples run as printed in a fresh process that starts with one
+    CPU device (a laptop): the page's first block simulates the devices they need."""
+    code = "\n".join(code for _, code, skip in python_blocks("docs/sharding.md") if not skip)
+    check = "import jax\nassert len(jax.devices()) == 8, jax.devices()\n"
+    env = {k: v for k, v in os.environ.items() if k != "JAXLINOPS_TEST_CPU_DEVICES"}
+    env["XLA_FLAGS"] = " ".join(
+        f for f in env.get("XLA_FLAGS", "").split() if "device_count" not in f
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", code + "\n" + check],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr[-3000:]
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_tables_fit_the_page(page):
+    """No table of the page (included results too) has more than 9 columns: wider ones
+    hide columns off-screen on the site."""
+    rules = [
+        line for line in page_text(page).splitlines() if re.match(r"^\|( *:?-+:? *\|)+$", line)
+    ]
+    wide = [line.count("|") - 1 for line in rules if line.count("|") - 1 > 9]
+    assert not wide, f"{page}: tables of {wide} columns (at most 9)"

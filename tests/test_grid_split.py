@@ -3,8 +3,9 @@
 
 - a Cartesian SENSE operator split along `Nx` (distributed FFTs);
 - a `Convolution` (zero and circular padding, 1-D and 2-D kernels: halo exchange);
-- `Crop @ Identity @ Diagonal @ Pad` (slab transposes around the resizes, a renaming)
-  and `Crop @ FFT.H @ Diagonal @ FFT @ Pad`, the structure of the Toeplitz normal of a
+- `Crop @ Identity @ Diagonal @ Pad` (slab transposes around the resizes, a renaming),
+  `Truncate @ Diagonal @ PadDim` (resizes at the end of the dim) and
+  `Crop @ FFT.H @ Diagonal @ FFT @ Pad`, the structure of the Toeplitz normal of a
   NUFFT, which is tested too;
 
 each equals a numpy reference (forward, adjoint and normal, from one compiled program per
@@ -305,6 +306,49 @@ def test_grid_split_crop_rename_weight_pad_equals_numpy(grid, padded, devices, d
     w = np.asarray(weight)[(Ellipsis, *window(small, big))]  # the weights the image lands on
     forward, adjoint = (lambda x: w * x), (lambda y: w.conj() * y)
     check_split(A, devices, dim, rand(1, grid), rand(2, grid), forward, adjoint)
+
+
+@pytest.mark.parametrize(
+    "grid, padded, kept, devices",
+    [
+        ((10, 6), 16, 12, 8),  # 10 over 8: slabs of 2 on 5 devices; 16 and 12 over 8
+        ((9, 5), 14, 11, 3),  # ragged slabs
+        ((7, 6), 7, 4, 3),  # PadDim keeps the size (no transposes), Truncate crops
+    ],
+    ids=["ragged-8", "ragged-3", "truncate-only-3"],
+)
+def test_grid_split_paddim_weight_truncate_equals_numpy(grid, padded, kept, devices):
+    """`Truncate @ Diagonal @ PadDim` split along the dim they resize at its end (the
+    `Resize` form they declare, with the window at entry 0: no operator class of theirs
+    is known to the sharding layer), the weight not shift invariant."""
+    n, ny = grid
+    weight = rand(4, (padded, ny))
+    A = jl.Chain(
+        jl.PadDim(0, n, padded, ("Nx", "Ny"), ("Px", "Ny")),
+        jl.Diagonal(weight, ("Px", "Ny")),
+        jl.Truncate(0, padded, kept, ("Px", "Ny"), ("Mx", "Ny")),
+    )
+    w = np.asarray(weight)
+
+    def forward(x):
+        z = np.zeros((padded, ny), x.dtype)
+        z[:n] = x
+        return (w * z)[:kept]
+
+    def adjoint(y):
+        z = np.zeros((padded, ny), y.dtype)
+        z[:kept] = y
+        return (w.conj() * z)[:n]
+
+    check_split(A, devices, "Nx", rand(1, grid), rand(2, (kept, ny)), forward, adjoint)
+
+
+def test_grid_split_truncate_with_a_batch_dim_to_trade_with():
+    """A 1-D `Truncate` (`dim=-1`, after `"..."`) split along the truncated dim over 8
+    devices: the slabs trade places with the batch dim (coils) while it is truncated."""
+    A = jl.Truncate(-1, 20, 13, ("...", "C", "Nx"), ("...", "C", "Mx"))
+    x, y = rand(1, (3, 20)), rand(2, (3, 13))
+    check_split(A, 8, "Nx", x, y, lambda x: x[:, :13], lambda y: np.pad(y, ((0, 0), (0, 7))))
 
 
 @functools.cache

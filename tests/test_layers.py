@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import pathlib
+import re
 
 import pytest
 
@@ -124,4 +125,13 @@ def test_the_walk_sees_the_core():
     assert "jaxlinops._core._linop" in GRAPH["jaxlinops._core._chain"]
     assert "jaxlinops._core" in GRAPH["jaxlinops.linops._dense"]
     core = {m for m in MODULES if m.startswith("jaxlinops._core.")}
-    assert GRAPH["jaxlinops._core._linop"] & core == {"jaxlinops._core._coupling"}
+    assert GRAPH["jaxlinops._core._linop"] & core == {
+        "jaxlinops._core._coupling",
+        "jaxlinops._core._forms",
+    }
+
+
+def test_the_architecture_page_quotes_the_call_time_imports():
+    page = ROOT.joinpath("docs", "architecture.md").read_text()
+    quoted = set(re.findall(r"`(jaxlinops[\w.]*)` → `(jaxlinops[\w.]*)`", page))
+    assert quoted == set(CALL_TIME_IMPORTS), "docs/architecture.md: the call-time imports"

@@ -2,7 +2,9 @@
 
 Modules, lowest first (each imports only those before it):
 
-- `_coupling`: what operators declare about splitting (`Coupling`, `Tiling`, `OffGrid`);
+- `_coupling`: what operators declare about splitting (`Coupling`, `Tiling`);
+- `_forms`: what they declare for grid splitting (`GridForm`: `Rename`, `Fourier`,
+  `Resize`, `OffGrid`, `Steps`);
 - `_linop`: the base class, dims fields and renaming, and the `Algebra` slot;
 - `_tiles`: tiles (`Tile`, `split`, `slice_arrays`, `split_linop`);
 - `_schedule`: how containers run their children (`parallel_execute`);
@@ -20,7 +22,7 @@ The leaf operators (`jaxlinops.linops`) and everything above import from this pa
 
 from . import _algebra
 from ._add import Add as Add
-from ._adjoint import Adjoint as Adjoint
+from ._adjoint import Adjoint as Adjoint, wrapped_adjoint as wrapped_adjoint
 from ._chain import Chain as Chain
 from ._containers import (
     Composite as Composite,
@@ -33,14 +35,18 @@ from ._containers import (
     children_coupling as children_coupling,
     consistent_size as consistent_size,
 )
-from ._coupling import (
-    Coupling as Coupling,
+from ._coupling import Coupling as Coupling, Tiling as Tiling, strongest as strongest
+from ._custom import FunctionLinop as FunctionLinop, NormalFn as NormalFn, user_split as user_split
+from ._diagonal import Diagonal as Diagonal, weighted as weighted
+from ._forms import (
+    ADJOINT_NORM as ADJOINT_NORM,
+    Fourier as Fourier,
+    GridForm as GridForm,
     OffGrid as OffGrid,
-    Tiling as Tiling,
-    strongest as strongest,
+    Rename as Rename,
+    Resize as Resize,
+    Steps as Steps,
 )
-from ._custom import FunctionLinop as FunctionLinop, NormalFn as NormalFn
-from ._diagonal import Diagonal as Diagonal
 from ._identity import (
     Identity as Identity,
     ShapeSpec as ShapeSpec,
@@ -57,6 +63,7 @@ from ._linop import (
     check_label as check_label,
     dims_field as dims_field,
     map_dims as map_dims,
+    own_split as own_split,
     relabel as relabel,
     rename as rename,
     stacked_field as stacked_field,

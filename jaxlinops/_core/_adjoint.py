@@ -6,6 +6,7 @@ import jax
 
 from .._dims import Dims
 from ._coupling import Coupling
+from ._forms import Fourier, GridForm, Rename, Resize
 from ._linop import NamedLinop
 
 
@@ -35,6 +36,12 @@ class Adjoint(NamedLinop):
     def coupling(self, dim: str) -> Coupling:
         return self.linop.coupling(dim)
 
+    def grid_form(self) -> GridForm | None:
+        """The adjoint of the operator's form (a reader at off-grid points and a chain of
+        steps have none: their adjoints are split by other means)."""
+        form = self.linop.grid_form()
+        return form.adjoint() if isinstance(form, (Rename, Fourier, Resize)) else None
+
     def split(self, tile) -> NamedLinop:
         return Adjoint(self.linop.split(tile))
 
@@ -49,3 +56,9 @@ class Adjoint(NamedLinop):
 
     def size(self, dim: str) -> int | None:
         return self.linop.size(dim)
+
+
+def wrapped_adjoint(op: NamedLinop) -> NamedLinop:
+    """The adjoint of `op` as a wrapper that leaves its arrays untouched (stacked tiles):
+    `Adjoint(op)`, or the operator inside where `op` is such a wrapper."""
+    return op.linop if isinstance(op, Adjoint) else Adjoint(op)

@@ -4,7 +4,9 @@ dims (`Coupling`), and what a tile slices (`Tiling`).
 The sharding layer decides from these declarations alone: a dim an operator applies
 entry by entry (`Coupling.NONE`) is tiled; a dim it couples within a halo or globally is
 split by domain decomposition instead (`jaxlinops.sharding._grid`): halo exchange for
-`Coupling.halo(k)`, transposes for `Coupling.GLOBAL` (FFTs, `Pad`, `Crop`).
+`Coupling.halo(k)`, and for `Coupling.GLOBAL` what the operator's grid form says
+(`jaxlinops._core._forms`: a distributed FFT, slab transposes around a resize, points
+bucketed by slab).
 
 **Declaring a halo is enough for grid splitting** when the operator is *shift invariant*
 along the dim: output entry $j$ is the same function of the input entries $j - k, \dots,
@@ -21,7 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, ClassVar
+from typing import ClassVar
 
 ArrayAxes = tuple[Callable, Sequence[str | None]]
 
@@ -85,37 +87,3 @@ class Tiling:
     def dims(self) -> frozenset[str]:
         named = {d for _, axes in self.arrays for d in axes if d is not None}
         return frozenset(named | set(self.batch))
-
-
-@dataclasses.dataclass(frozen=True)
-class OffGrid:
-    r"""What an operator that reads a grid at off-grid points declares for grid splitting
-    (`Interpolate`, the NUFFT's interpolation, `ArrayToBlocks`):
-    `[B..., *grid] -> [B..., L..., W...]`, point $l$ reading the grid entries within
-    `reach` of its cell.
-
-    - `locs`: the points `[L..., D]` in grid units (concrete: the split buckets them);
-    - `grid_dims`, `grid_size`: the `D` grid dims (the trailing input dims) and sizes;
-    - `reach`: per grid axis, how many entries on either side of its cell
-      $\lfloor p_d \rfloor$ a point may read (window entries of zero weight included);
-    - `periodic`: the grid wraps around (coordinates are taken modulo its size), else it
-      is zero outside;
-    - `local(locs, grid_size)`: the same operator (a `NamedLinop`) on a grid of sizes
-      `grid_size` (same grid dims) at the points `locs` `[P, D]` (one point dim, the
-      first of `L...`), mapping `[B..., *grid_size] -> [B..., P, W...]`;
-    - `trailing`: the sizes of the per-point dims `W...` that follow `L...` in the output
-      (a block's entries for `ArrayToBlocks`), carried along with each point; none by
-      default.
-
-    Split along a grid dim, each device holds a slab of the grid and the points whose cell
-    lies in it, shifted to the slab extended by `reach` entries from the neighbouring slabs: the
-    operator runs there unchanged (`jaxlinops.sharding._grid_points`).
-    """
-
-    locs: Any
-    grid_dims: Sequence[str]
-    grid_size: tuple[int, ...]
-    reach: tuple[int, ...]
-    periodic: bool
-    local: Callable[[Any, tuple[int, ...]], Any]
-    trailing: tuple[int, ...] = ()

@@ -22,7 +22,7 @@ import jax
 from .._dims import Dims, as_dims, fmt
 from ..nameddim import NamedShape
 from ._coupling import Coupling
-from ._linop import Labelled, NamedLinop, all_dims, check_label, dims_field
+from ._linop import Labelled, NamedLinop, all_dims, check_label, dims_field, own_split
 from ._masks import split_clamped
 from ._normal import normal_oshape
 from ._tiles import Tile
@@ -143,7 +143,7 @@ class FunctionLinop(Labelled, is_abstract=True):
 
     def coupling(self, dim: str) -> Coupling:
         """`Coupling.NONE` along its dims when the class defines its own `split`."""
-        if type(self).split is not NamedLinop.split and dim in self.dims:
+        if own_split(self) and dim in self.dims:
             return Coupling.NONE
         return super().coupling(dim)
 
@@ -151,6 +151,11 @@ class FunctionLinop(Labelled, is_abstract=True):
         if inner is not None or type(self).normal_fn is NamedLinop.normal_fn:
             return None
         return NormalFn(linop=self, ishape=self.ishape, oshape=normal_oshape(self))
+
+
+def user_split(op: object) -> bool:
+    """Whether `op` is a class written to torchlinops' protocol with its own `split`."""
+    return isinstance(op, FunctionLinop) and own_split(op)
 
 
 class BaseStandIn(FunctionLinop):

@@ -229,3 +229,16 @@ def merge_diagonals(a: Diagonal, b: Diagonal) -> Diagonal | None:
     wa, wb = promote(wa, wb)
     shared = tuple(d for d in a.broadcast_dims if d in b.broadcast_dims)
     return Diagonal(wa * wb, a.ioshape, shared)
+
+
+def weighted(inner: NamedLinop | None, weight: jax.Array, dims: Dims) -> Diagonal | None:
+    """`inner` times the pointwise `weight` (axes aligned to `dims`, size 1 where it is
+    constant), as one `Diagonal` on `dims`: where `inner` is None (the identity) or a
+    `Diagonal` on `dims`; None for any other `inner`."""
+    if inner is not None:
+        if not isinstance(inner, Diagonal):
+            return None
+        w = right_align(inner.weight, len(dims))
+        weight = w * weight.astype(jnp.real(w).dtype)
+    broadcast = tuple(d for d, n in zip(dims, weight.shape[-len(dims) :]) if n == 1)
+    return Diagonal(weight, dims, broadcast)

@@ -10,6 +10,7 @@ import jax.numpy as jnp
 from .._arrays import as_size, batch_shape_of, dim_sizes
 from .._dims import ELLIPSIS, Dims, DimsLike, as_dims, fmt
 from ._coupling import Coupling, Tiling
+from ._forms import Rename
 from ._linop import NamedLinop, dims_field
 from ._masks import split_arrays
 from ._tiles import tile_length
@@ -63,6 +64,9 @@ class Identity(NamedLinop):
 
     def size(self, dim: str) -> int | None:
         return dict(self.sizes).get(dim)
+
+    def grid_form(self) -> Rename:
+        return Rename(self.ishape, self.oshape)
 
     def tiling(self) -> Tiling:
         return Tiling(batch=tuple(d for d in self.ishape if d in self.oshape))

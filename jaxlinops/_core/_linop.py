@@ -30,7 +30,8 @@ from .._arrays import as_array, as_device, check_dtype, check_rank, dim_sizes
 from .._dims import Dims, fmt, substitute, unique
 from .._reverse_mode import forward_mode_error
 from ..nameddim import NamedShape
-from ._coupling import Coupling, OffGrid, Tiling
+from ._coupling import Coupling, Tiling
+from ._forms import GridForm
 
 if TYPE_CHECKING:
     # Type checkers recognise the fields of an equinox Module only through `eqx.field`
@@ -249,16 +250,11 @@ class NamedLinop(eqx.Module, metaclass=_LinopMeta):
         one with its own `split` overrides both."""
         return Coupling.NONE if dim in self.tiling().dims else Coupling.GLOBAL
 
-    def off_grid(self) -> OffGrid | None:
-        """For an operator that reads a grid at off-grid points (gridding): its points and
-        how far each reads (see `OffGrid`), so that grid splitting can bucket them by
-        slab; None (the default) for other operators."""
-        return None
-
-    def decompose(self) -> "NamedLinop | None":
-        """This operator as a `Chain` of simpler ones computing the same map (a NUFFT:
-        apodize, pad, FFT, interpolate), which grid splitting runs leaf by leaf; None (the
-        default) when it has no such form."""
+    def grid_form(self) -> GridForm | None:
+        """What this operator does along the dims it couples, for splitting them across
+        devices (see `jaxlinops._core._forms`): a renaming, a DFT, a resize, a reader at
+        off-grid points, or a chain of steps; None (the default) for an operator split by
+        its `coupling` alone (entry by entry, or by halo exchange)."""
         return None
 
     def split(linop, tile: Mapping[str, slice]) -> "NamedLinop":
@@ -602,6 +598,12 @@ def relabel(op: NamedLinop, mapping: Mapping[str, str | Dims]) -> NamedLinop:
     """`rename` without the check against merging dims, for the library's own renamings
     (wildcard resolution, the normal's fresh names), which never merge two dims."""
     return map_dims(op, lambda shape: substitute(shape, mapping))
+
+
+def own_split(op: NamedLinop) -> bool:
+    """Whether `op`'s class defines its own `split` (else a tile slices what `tiling()`
+    declares)."""
+    return type(op).split is not NamedLinop.split
 
 
 def all_dims(op: NamedLinop) -> set[str]:

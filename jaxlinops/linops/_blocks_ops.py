@@ -175,7 +175,7 @@ class ArrayToBlocks(_Blocks):
     def adjoint(self) -> NamedLinop:
         return BlocksToArray(**self._args())
 
-    def off_grid(self) -> OffGrid:
+    def grid_form(self) -> OffGrid:
         """The blocks as points (`Bx, By`) at their origins $k s$ (integers), each reading
         `block - 1` entries past its origin and none before it (the halo is symmetric:
         the larger side); the blocks are complete, so none reads outside the array (not

@@ -9,14 +9,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._core import Identity, NamedLinop, Tiling, dims_field
+from .._core import ADJOINT_NORM, Fourier, Identity, NamedLinop, Tiling, dims_field
 from .._default_dims import GRID_DIMS, KSPACE_DIMS
 from .._dims import ELLIPSIS, Dims, DimsLike, as_dims, fmt
 from ..functional._fft import centered_fftn
 
-# The adjoint of fftn(norm=a) is ifftn(norm=_ADJOINT_NORM[a]); F^H F = n ** _NORMAL_POWER[a]
+# The adjoint of fftn(norm=a) is ifftn(norm=ADJOINT_NORM[a]); F^H F = n ** _NORMAL_POWER[a]
 # for a grid of n points.
-_ADJOINT_NORM = {"ortho": "ortho", "backward": "forward", "forward": "backward"}
 _NORMAL_POWER = {"ortho": 0, "backward": 1, "forward": -1}
 
 
@@ -69,9 +68,9 @@ class FFT(NamedLinop):
         self.centered = bool(centered)
 
     def __check_init__(self):
-        if self.norm not in _ADJOINT_NORM:
+        if self.norm not in ADJOINT_NORM:
             raise ValueError(
-                f"`FFT(norm=...)` must be one of {sorted(_ADJOINT_NORM)}; got {self.norm!r}."
+                f"`FFT(norm=...)` must be one of {sorted(ADJOINT_NORM)}; got {self.norm!r}."
             )
         where = f"`FFT({fmt(self.ishape)} -> {fmt(self.oshape)})`"
         for role, shape in (("primal", self.primal_shape), ("dual", self.dual_shape)):
@@ -101,11 +100,14 @@ class FFT(NamedLinop):
     def tiling(self) -> Tiling:
         return Tiling(batch=self.batch_shape)
 
+    def grid_form(self) -> Fourier:
+        return Fourier(self.primal_shape, self.dual_shape, self.centered, self.norm)
+
     def apply(self, x: jax.Array) -> jax.Array:
         return self._transform(x, False, self.norm)
 
     def apply_adjoint(self, y: jax.Array) -> jax.Array:
-        return self._transform(y, True, _ADJOINT_NORM[self.norm])
+        return self._transform(y, True, ADJOINT_NORM[self.norm])
 
     def normal(self, inner: NamedLinop | None = None) -> NamedLinop:
         """Without `inner`, torchlinops' `FFT.N`: $n^p I$ on the input dims, which it keeps

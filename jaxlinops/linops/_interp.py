@@ -180,7 +180,7 @@ class Interpolate(NamedLinop):
             return Coupling.halo(math.ceil(self.width[self.grid_shape.index(dim)] / 2))
         return super().coupling(dim)
 
-    def off_grid(self) -> OffGrid | None:
+    def grid_form(self) -> OffGrid | None:
         """The points and the window each reads: `ceil(p - r) + {0, ..., floor(w)}` per
         axis, so up to `floor(r)` entries before a point's cell and `floor(w) + 1 -
         floor(r)` after it. None with per-frame dims (each frame has its own points)."""

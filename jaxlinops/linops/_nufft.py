@@ -9,7 +9,16 @@ import jax
 import jax.numpy as jnp
 
 from .._arrays import as_array, as_inexact, as_sizes
-from .._core import Chain, Coupling, Diagonal, NamedLinop, dims_field, mask_padded, slice_arrays
+from .._core import (
+    Chain,
+    Coupling,
+    Diagonal,
+    NamedLinop,
+    Steps,
+    dims_field,
+    mask_padded,
+    slice_arrays,
+)
 from .._default_dims import GRID_DIMS, KSPACE_DIMS
 from .._dims import ELLIPSIS, Dims, DimsLike, as_dims, fmt, size_of
 from ..functional._gridding import point_order
@@ -277,7 +286,14 @@ class NUFFT(NamedLinop):
     def _normal(self, inner: NamedLinop | None) -> NamedLinop | None:
         return toeplitz_normal(self, inner) if self.toeplitz else None
 
-    def decompose(self) -> NamedLinop | None:
+    def grid_form(self) -> Steps:
+        """Its steps (`decompose`), or why it has none."""
+        try:
+            return Steps(self.decompose())
+        except ValueError as error:
+            return Steps(None, str(error))
+
+    def decompose(self) -> NamedLinop:
         r"""The NUFFT as the chain of its steps: apodize (interpolate mode) $\to$ `Pad`
         to the padded grid (dims `input_kshape`) $\to$ centered orthonormal `FFT` $\to$
         `NUFFTInterp` (interpolation and scaling, or sampling). Grid splitting runs it

@@ -26,7 +26,7 @@ class NUFFTInterp(NamedLinop):
     sampling mode the nearest grid point ($s = 1$). The adjoint spreads the point values
     onto the grid. The grid wraps around, and a point reads $\lceil w/2 \rceil$ entries on
     either side of its cell (none in sampling mode): what it declares for grid splitting
-    (`off_grid`). The plan has no frames and a gridding backend (`"jax"` or `"pallas"`).
+    (`grid_form`). The plan has no frames and a gridding backend (`"jax"` or `"pallas"`).
     """
 
     plan: NUFFTPlan
@@ -65,7 +65,7 @@ class NUFFTInterp(NamedLinop):
     def _reach(self) -> int:
         return 0 if self.plan.mode == "sampling" else math.ceil(self.plan.width / 2)
 
-    def off_grid(self) -> OffGrid:
+    def grid_form(self) -> OffGrid:
         plan = self.plan
 
         def local(locs: jax.Array, padded: tuple[int, ...]) -> NUFFTInterp:

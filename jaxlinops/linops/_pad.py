@@ -5,10 +5,10 @@ from collections.abc import Sequence
 import equinox as eqx
 import jax
 
-from .._core import NamedLinop, Tiling, dims_field, identity_normal
+from .._core import NamedLinop, Resize, Tiling, dims_field, identity_normal
 from .._default_dims import GRID_DIMS
 from .._dims import ELLIPSIS, Dims, DimsLike, as_dims, fmt, next_unused, size_of
-from ..functional._pad import center_crop, center_pad, check_sizes
+from ..functional._pad import center_crop, center_pad, check_sizes, pad_widths
 
 
 class AbstractCenterResize(NamedLinop):
@@ -58,6 +58,13 @@ class AbstractCenterResize(NamedLinop):
 
     def tiling(self) -> Tiling:
         return Tiling(batch=self.batch_shape)
+
+    def grid_form(self) -> Resize:
+        """Each image dim resized on its own, the shorter side centered in the longer."""
+        pairs = tuple(zip(self.in_size, self.out_size))
+        widths = pad_widths([min(p) for p in pairs], [max(p) for p in pairs])
+        axes = tuple(range(-len(pairs), 0))
+        return Resize(self.ishape, self.oshape, axes, pairs, tuple(w[0] for w in widths))
 
 
 class Pad(AbstractCenterResize):

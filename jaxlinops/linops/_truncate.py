@@ -7,7 +7,7 @@ import jax
 import jax.numpy as jnp
 
 from .._arrays import as_size
-from .._core import NamedLinop, Tiling, dims_field, identity_normal, split_arrays
+from .._core import NamedLinop, Resize, Tiling, dims_field, identity_normal, split_arrays
 from .._dims import ELLIPSIS, Dims, DimsLike, as_dims, fmt
 
 
@@ -40,6 +40,11 @@ class AbstractEndResize(NamedLinop):
     def tiling(self) -> Tiling:
         resized = self.ishape[self.dim], self.oshape[self.dim]
         return Tiling(batch=[d for d in self.ishape if d not in resized])
+
+    def grid_form(self) -> Resize:
+        """The one dim resized at its end (the window starts at entry 0)."""
+        sizes = ((self.from_length, self.to_length),)
+        return Resize(self.ishape, self.oshape, (self.dim,), sizes, (0,))
 
     def split(self, tile) -> NamedLinop:
         """A tile along the batch dims is the same operator; the resized dim is refused."""

@@ -27,11 +27,9 @@ import jax.numpy as jnp
 from jax.core import Tracer
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-from .._arrays import Device, right_align
+from .._arrays import Device
 from .._core import (
-    Adjoint,
     Coupling,
-    Diagonal,
     NamedLinop,
     Tile,
     as_tile,
@@ -43,7 +41,9 @@ from .._core import (
     take,
     tile_grid,
     tile_length,
+    weighted,
     with_oshape,
+    wrapped_adjoint,
 )
 from .._dims import ELLIPSIS, Dims, axis_of
 from ._log import log_application
@@ -105,10 +105,8 @@ class BatchedLinop(NamedLinop):
     def adjoint(self) -> NamedLinop:
         if isinstance(self.tiles, tuple):
             tiles = tuple(t.adjoint() for t in self.tiles)
-        elif isinstance(self.tiles, Adjoint):
-            tiles = self.tiles.linop
         else:
-            tiles = Adjoint(self.tiles)  # a wrapper: the stacked arrays are untouched
+            tiles = wrapped_adjoint(self.tiles)
         return dataclasses.replace(self, tiles=tiles, ishape=self.oshape, oshape=self.ishape)
 
     def apply_adjoint(self, y: jax.Array) -> jax.Array:
@@ -130,9 +128,11 @@ class BatchedLinop(NamedLinop):
         plan = self._plan()
         inners = [None if inner is None else inner.split(tile) for tile in plan]
         if any(tile.padded for tile in plan):
-            if inner is not None and not isinstance(inner, Diagonal):
+            out = self.oshape
+            masked = [weighted(i, _valid(tile, out), out) for i, tile in zip(inners, plan)]
+            if any(i is None for i in masked):
                 return None
-            inners = [_with_valid(i, tile, self.oshape) for i, tile in zip(inners, plan)]
+            inners = masked
         # each tile's normal in the batched normal's output dims (a tile picks fresh names
         # knowing only its own dims, and may pick a batched dim's)
         out = normal_oshape(self, None if inner is None else inner.oshape)
@@ -430,22 +430,13 @@ def _axis(shape: Dims, dim: str, ndim: int) -> int:
     return axis + ndim if axis < 0 else axis
 
 
-def _with_valid(inner: NamedLinop | None, tile: Tile, oshape: Dims) -> Diagonal:
-    """`inner` (a `Diagonal` on `oshape`, or None) times the 0/1 weighting of the entries
-    of `tile` inside its dims (1 up to each padded dim's size, 0 past it)."""
-    assert inner is None or isinstance(inner, Diagonal), "checked by the caller"
-    shape = [1] * len(oshape)
-    weight = jnp.ones(shape, jnp.float32)
+def _valid(tile: Tile, oshape: Dims) -> jax.Array:
+    """The 0/1 weighting of the entries of `tile` inside its dims (1 up to each padded
+    dim's size, 0 past it), its axes aligned to `oshape` (size 1 along unpadded dims)."""
+    weight = jnp.ones([1] * len(oshape), jnp.float32)
     for d, size in tile.padded.items():
         if d in oshape:
-            s = tile[d]
+            s, axis = tile[d], oshape.index(d)
             valid = (jnp.arange(s.start, s.stop) < size).astype(jnp.float32)
-            axis = oshape.index(d)
-            shape[axis] = s.stop - s.start
             weight = weight * valid.reshape([-1 if a == axis else 1 for a in range(len(oshape))])
-    if inner is not None:
-        w = right_align(inner.weight, len(oshape))
-        weight = w * weight.astype(jnp.real(w).dtype)
-    weight = jnp.broadcast_to(weight, jnp.broadcast_shapes(weight.shape, tuple(shape)))
-    broadcast = tuple(d for d, n in zip(oshape, weight.shape[-len(oshape) :]) if n == 1)
-    return Diagonal(weight, oshape, broadcast)
+    return weight

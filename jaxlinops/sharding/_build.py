@@ -10,7 +10,7 @@ import numpy as np
 from jax.sharding import Mesh
 
 from .._arrays import Device
-from .._core import Coupling, FunctionLinop, NamedLinop, all_dims, tile_grid
+from .._core import Coupling, NamedLinop, all_dims, tile_grid, user_split
 from .._dims import fmt
 from .._progress import iterate
 from ._batched import BatchDim, BatchedLinop
@@ -78,18 +78,27 @@ def create_batched_linop(
             "`create_batched_linop` expects a BatchSpec or a non-empty list of BatchSpecs; "
             f"got {specs!r}."
         )
+    if default_device is not None and specs[0].base_device is None:
+        specs[0] = dataclasses.replace(specs[0], base_device=default_device)
+    return batched(linop, specs, progress)
+
+
+def batched(
+    linop: NamedLinop, specs: list[BatchSpec], progress: bool | None, normal: bool = True
+) -> BatchedLinop | GridSplitLinop:
+    """`create_batched_linop` of checked arguments. With `normal` False, a grid split is
+    built without its structured normal (see `grid_split`): the planner compiles only the
+    forward of each candidate, so none computes a Toeplitz kernel it will not use."""
     spec, rest = specs[0], specs[1:]
     if any(s.device_matrix is not None for s in rest):
         raise ValueError(
             "`create_batched_linop`: only the first BatchSpec may have a device matrix; "
             "batch several dims across devices with one spec (a multi-axis device matrix)."
         )
-    if default_device is not None and spec.base_device is None:
-        spec = dataclasses.replace(spec, base_device=default_device)
-    inner = (lambda t: create_batched_linop(t, rest, progress=False)) if rest else None
+    inner = (lambda t: batched(t, rest, progress=False)) if rest else None
     coupled = _grid_dims(linop, spec)
     if coupled:
-        return _split_grid(linop, spec, coupled, rest)
+        return _split_grid(linop, spec, coupled, rest, normal)
     sizes = checked_sizes(linop, spec.batch_sizes, "create_batched_linop")
     mesh = None
     if spec.device_matrix is not None:
@@ -150,7 +159,9 @@ def _grid_dims(A: NamedLinop, spec: BatchSpec) -> list[str]:
     return [d for d in spec.batch_sizes if d in all_dims(A) and A.coupling(d) != Coupling.NONE]
 
 
-def _split_grid(A: NamedLinop, spec: BatchSpec, grid: list[str], rest: list) -> GridSplitLinop:
+def _split_grid(
+    A: NamedLinop, spec: BatchSpec, grid: list[str], rest: list, normal: bool
+) -> GridSplitLinop:
     """`A` split along its coupled dims `grid` across the devices of `spec`, one slab (a
     pencil: one block) each, over one axis of the device matrix per dim; with one more dim
     that `A` applies entry by entry (coils), that dim is split in one block per device
@@ -187,7 +198,7 @@ def _split_grid(A: NamedLinop, spec: BatchSpec, grid: list[str], rest: list) -> 
     matrix = matrix[tuple(slice(0, c) for c in counts)]
     order = [dims.index(d) for d in grid + others]  # the slab axes first
     mesh = jax.sharding.Mesh(np.transpose(matrix, order), tuple(grid + others))
-    return grid_split(A, tuple(grid), mesh, loop=loop)
+    return grid_split(A, tuple(grid), mesh, normal=normal, loop=loop)
 
 
 def _loop(A: NamedLinop, rest: list[BatchSpec], where: str) -> BatchAxis:
@@ -259,10 +270,8 @@ def check_sized(A: NamedLinop, d: str, what: str) -> None:
     """Raise a ValueError when an operator in `A` with its own `split` (torchlinops'
     protocol) has dim `d` without reporting its size: its tiles would need slicing, but a
     dim of unknown size is one the input sizes and every tile shares."""
-    found = jax.tree.leaves(A, is_leaf=lambda o: isinstance(o, FunctionLinop))
-    for op in found:
-        own_split = isinstance(op, FunctionLinop) and type(op).split is not NamedLinop.split
-        if own_split and d in op.dims and op.size(d) is None:
+    for op in jax.tree.leaves(A, is_leaf=user_split):
+        if user_split(op) and d in op.dims and op.size(d) is None:
             raise ValueError(
                 f"`{what}`: `{op.name}` ({fmt(op.ishape)} -> {fmt(op.oshape)}) has its own "
                 f"`split` but does not report the size of dim {d!r}: define "

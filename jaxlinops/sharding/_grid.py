@@ -8,7 +8,10 @@ slabs zero-padded, see `_halo` and `_dfft`), and the operator runs leaf by leaf,
 
 - a leaf that applies the split dim entry by entry (`Coupling.NONE`: coil maps, masks,
   weights) runs on each device's slab, its arrays split to the slab (`split`);
-- a leaf that transforms the split dim (an `FFT` or its adjoint) is a distributed FFT:
+Each leaf runs as the stage of what it declares (its coupling, and its grid form,
+`jaxlinops._core._forms`; the table `_FORMS`), never of its class:
+
+- a leaf of the `Fourier` form (an `FFT` or its adjoint) is a distributed FFT:
   one `all_to_all` transposes the slabs so that the dim is whole and another transformed
   dim is split (`_dfft.fft_split`); the split then moves to that dim, and later leaves
   see it split there (the output of a Cartesian SENSE operator split along `Nx` is split
@@ -22,22 +25,26 @@ slabs zero-padded, see `_halo` and `_dfft`), and the operator runs leaf by leaf,
   that fixes the dim's size (its arrays are indexed along it) is refused. The adjoint
   applies the operator's adjoint to the slab zero-padded by $k$ on each side and adds the
   halos back into the neighbours (`_halo.halo_reduce`);
-- a `Pad` or `Crop` that resizes the split dim moves its edge slabs by a slab transpose
+- a leaf of the `Resize` form (`Pad`, `Crop`, `Truncate`, `PadDim`) that resizes the
+  split dim moves its edge slabs by a slab transpose
   there and back (`_dfft.transpose_split`): the split trades places with the largest dim
   held whole, the split dim (now whole) is padded or cropped on each device, and the
   split returns to it, in blocks of $\lceil N_\text{out} / D\rceil$. Its other resized
   dims, held whole, are cropped before the transposes or padded after them (the
   transposes then move the smaller array). Two `all_to_all`s of the slab: a direct
   re-blocking with `ppermute`s would move less, but its sources depend on $N$, $D$ and
-  the resize in ways that need a general ragged exchange.
+  the resize in ways that need a general ragged exchange;
+- a leaf of the `Rename` form (an `Identity` between dims) renames the split dims;
+- a leaf of the `OffGrid` form (gridding) has its points bucketed by slab
+  (`_grid_points`), and one of the `Steps` form (a NUFFT) runs as its steps.
 
 No stage reads the padding entries of its input blocks (they may hold anything: the
 halo stages zero them, the transposes drop them, entry-by-entry leaves keep them apart).
-The leaves only declare their coupling; this module alone communicates. The adjoint runs
+The leaves only declare their coupling and form; this module alone communicates. The adjoint runs
 the stages backwards (each local piece's adjoint, each transpose undone), and the normal
-$A^H A$ runs both in one program, with no gather in between. Other couplings (gridding
-onto a fixed grid, operators that sum over or reshape the split dim) are refused with an
-error naming the leaf.
+$A^H A$ runs both in one program, with no gather in between. Other leaves (one coupling
+the split dim globally with no form, one summing over or reshaping it) are refused with
+an error naming the leaf.
 
 Several grid dims can be split at once (a *pencil* decomposition, needed when a grid dim
 has fewer entries than there are devices), each over its own mesh axis: every device
@@ -61,8 +68,6 @@ once per block (`_looped`). Only entry-by-entry leaves are split along that dim.
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import dataclasses
 import functools
 import math
@@ -74,19 +79,20 @@ import numpy as np
 from jax.sharding import Mesh, PartitionSpec
 
 from .._core import (
-    Adjoint,
-    Chain,
     Coupling,
-    Identity,
+    Fourier,
+    GridForm,
     NamedLinop,
+    OffGrid,
+    Rename,
+    Resize,
+    Steps,
     Tile,
     all_dims,
     default_normal,
     dims_field,
 )
 from .._dims import Dims, fmt
-from ..linops._fft import FFT
-from ..linops._pad import AbstractCenterResize
 from ..linops._toeplitz import kernel_builder
 from ._batched import onto_mesh
 from ._grid_kernel import sharded_tiles, split_kernel, spread
@@ -102,26 +108,12 @@ from ._grid_stages import (
     _Transform,
     array_axis,
     traded,
-    transformed,
     widths,
 )
 from ._log import logger
 from ._tile_arrays import grid_spec, place, stack_tiles
 
 Stage = _Local | _Transform | _Halo | _Resize | _Rename | Points
-_NORMALS = contextvars.ContextVar("grid_split_normals", default=True)
-
-
-@contextlib.contextmanager
-def forward_only():
-    """While active, grid splits are built without their structured normal (`grid_split`'s
-    `normal`): for the planner, which compiles only the forward of each candidate, so that
-    none computes a Toeplitz kernel it will not use."""
-    token = _NORMALS.set(False)
-    try:
-        yield
-    finally:
-        _NORMALS.reset(token)
 
 
 class GridSplitLinop(NamedLinop):
@@ -320,19 +312,17 @@ def grid_split(
     split = tuple(dims)
     n = tuple(A.size(d) for d in dims)
     known = [A]
-    leaves = list(A.flatten() if isinstance(A, Chain) else (A,))
+    leaves = A.flatten()
     while leaves:
         leaf = leaves.pop(0)
-        couples = any(s in all_dims(leaf) and leaf.coupling(s) != Coupling.NONE for s in split)
-        try:
-            steps = leaf.decompose() if couples else None
-        except ValueError as error:  # an operator with no steps to run on slabs says why
-            raise ValueError(f"{error} (splitting along the grid dims {list(dims)})") from None
-        if steps is not None:  # a NUFFT runs step by step
-            leaves[:0], known = steps.flatten(), known + [steps]
+        form = leaf.grid_form() if any(s in all_dims(leaf) for s in split) else None
+        if isinstance(form, Steps) and _couples(leaf, split):  # a NUFFT runs step by step
+            if form.chain is None:
+                raise ValueError(f"{form.why} (splitting along the grid dims {list(dims)})")
+            leaves[:0], known = form.chain.flatten(), known + [form.chain]
             continue
         try:
-            split, n = _add_stage(stages, known, leaf, split, n, mesh, batch)
+            split, n = _add_stage(stages, known, leaf, form, split, n, mesh, batch)
             _check_batch(stages[-1], leaf, batch)
         except ValueError as error:
             if split == tuple(dims):
@@ -345,7 +335,7 @@ def grid_split(
         stages=tuple(stages), ishape=A.ishape, oshape=A.oshape, sizes=_sizes(A), mesh=mesh,
         grids=len(dims), loop=loop,
         normal_split=(
-            _structured_normal(A, dims, mesh, loop) if normal and _NORMALS.get() else None
+            _structured_normal(A, dims, mesh, loop) if normal else None
         ),
     )  # fmt: skip
 
@@ -373,47 +363,76 @@ def _structured_normal(
         return None
 
 
-def _add_stage(stages: list, known: list, leaf, split: tuple, n: tuple, mesh: Mesh, batch):
-    """Append the stage of `leaf` (the split dims `split` of sizes `n`, one per slab axis)
-    to `stages`; return the split dims and sizes after it (a size: the first of the
-    operators `known` that fixes it)."""
-    if isinstance(leaf, Identity):  # a renaming, position by position
-        renamed = tuple(leaf.oshape[leaf.ishape.index(s)] if s in leaf.ishape else s for s in split)
-        stages.append(_Rename(split, renamed))
-        return renamed, n
-    fft, inverse = _fft_of(leaf)
-    if fft is not None:
-        dims_in, dims_out = transformed(fft, inverse)
-        moves = tuple(k for k, s in enumerate(split) if s in dims_in)
-        if inverse:  # the mesh axes in reverse order: an inverse FFT undoes a forward one's
-            moves = moves[::-1]  # layout (a pencil returns to its slab axes, not a new one)
-        if moves:
-            trades = _trades(leaf, dims_in, [split[k] for k in moves], split)
-            stages.append(_Transform(fft, inverse, split, moves, trades))
-            sizes = list(n)
-            for k, t in zip(moves, trades):
-                sizes[k] = _size_of(known, t, dims_in, dims_out)
-            return stages[-1].dims_out, tuple(sizes)
-    if isinstance(leaf, AbstractCenterResize) and any(s in leaf.in_shape for s in split):
-        if len(set(split)) < len(split):
-            raise ValueError(
-                f"`create_batched_linop`: {leaf.name} resizes {list(split)}, a dim split "
-                f"over several mesh axes together; resizing it is not covered."
-            )
-        stages.append(_Resize(leaf, split))
-        at = [leaf.in_shape.index(s) if s in leaf.in_shape else None for s in split]
-        sizes = tuple(m if i is None else leaf.out_size[i] for m, i in zip(n, at))
-        return stages[-1].dims_out, sizes
+def _couples(leaf: NamedLinop, split: tuple) -> bool:
+    return any(s in all_dims(leaf) and leaf.coupling(s) != Coupling.NONE for s in split)
+
+
+def _add_stage(
+    stages: list, known: list, leaf, form: GridForm | None, split: tuple, n: tuple, mesh, batch
+):
+    """Append the stage of `leaf` (of the grid form `form`, None where it touches no
+    split dim; the split dims `split` of sizes `n`, one per slab axis) to `stages`: the
+    stage of its form (`_FORMS`) where that moves a split dim, else a halo exchange or a
+    local stage, as its coupling says. Return the split dims and sizes after it (a size:
+    the first of the operators `known` that fixes it)."""
+    made = _FORMS[type(form)](form, leaf, split, n, known, mesh) if type(form) in _FORMS else None
+    if made is not None:
+        stage, sizes = made
+        stages.append(stage)
+        return stage.dims_out, sizes
     touched = [s for s in split if s in all_dims(leaf)]
-    grid = leaf.off_grid() if touched else None
-    if grid is not None and any(s in grid.grid_dims for s in split):
-        stages.append(points_stage(leaf, grid, split, mesh))
-        return stages[-1].dims_out, (stages[-1].points[0],) * len(split)
     if any(leaf.coupling(s).kind == "halo" for s in touched):
         stages.append(_halo(leaf, split, mesh))
         return stages[-1].dims_out, n
     stages.append(_local(leaf, split, n, mesh, batch))
     return split, n
+
+
+def _renamed(form: Rename, leaf, split: tuple, n: tuple, known, mesh):
+    """A renaming, position by position."""
+    return _Rename(split, tuple(form.image(s) for s in split)), n
+
+
+def _transform(form: Fourier, leaf, split: tuple, n: tuple, known, mesh):
+    """A distributed DFT, where it transforms a split dim."""
+    moves = tuple(k for k, s in enumerate(split) if s in form.dims_in)
+    if form.inverse:  # the mesh axes in reverse order: an inverse DFT undoes a forward one's
+        moves = moves[::-1]  # layout (a pencil returns to its slab axes, not a new one)
+    if not moves:
+        return None
+    trades = _trades(leaf, form.dims_in, [split[k] for k in moves], split)
+    sizes = list(n)
+    for k, t in zip(moves, trades):
+        sizes[k] = _size_of(known, t, form)
+    return _Transform(form, split, moves, trades), tuple(sizes)
+
+
+def _resize(form: Resize, leaf, split: tuple, n: tuple, known, mesh):
+    """Slab moves, where it resizes a split dim."""
+    resized = form.resized()
+    if not any(s in resized for s in split):
+        return None
+    if len(set(split)) < len(split):
+        raise ValueError(
+            f"`create_batched_linop`: {leaf.name} resizes {list(split)}, a dim split "
+            f"over several mesh axes together; resizing it is not covered."
+        )
+    sizes = tuple(resized[s][2] if s in resized else m for s, m in zip(split, n))
+    return _Resize(form, split, leaf.name), sizes
+
+
+def _points(form: OffGrid, leaf, split: tuple, n: tuple, known, mesh):
+    """Points bucketed by slab, where it reads a split grid dim."""
+    if not any(s in form.grid_dims for s in split):
+        return None
+    stage = points_stage(leaf, form, split, mesh)
+    return stage, (stage.points[0],) * len(split)
+
+
+# The stage of each grid form (see `jaxlinops._core._forms`): `(form, leaf, split dims,
+# their sizes, the operators that fix sizes, mesh) -> (stage, sizes after)`, or None where
+# the form leaves the split dims alone (then the leaf's coupling decides).
+_FORMS = {Rename: _renamed, Fourier: _transform, Resize: _resize, OffGrid: _points}
 
 
 def _trades(leaf: NamedLinop, dims: Dims, moving: list[str], split: tuple) -> tuple[str, ...]:
@@ -619,20 +638,11 @@ def _halo(leaf: NamedLinop, split: tuple, mesh: Mesh) -> _Halo:
     return _Halo(placed, tuple(halo_widths), tuple(periodic), split, dims_out, reduce=False)
 
 
-def _fft_of(leaf: NamedLinop) -> tuple[FFT | None, bool]:
-    """The FFT a leaf is (`inverse` False) or the adjoint of (True), else None."""
-    if isinstance(leaf, FFT):
-        return leaf, False
-    if isinstance(leaf, Adjoint) and isinstance(leaf.linop, FFT):
-        return leaf.linop, True
-    return None, False
-
-
-def _size_of(known: list[NamedLinop], trade: str, dims_in: Dims, dims_out: Dims) -> int | None:
+def _size_of(known: list[NamedLinop], trade: str, form: Fourier) -> int | None:
     """The size of the dim the split moves to, where an operator of `known` (the whole
     operator, then the steps of the leaves it decomposed) fixes it, under either name;
     else None (the input fixes it)."""
-    names = (trade, dims_out[dims_in.index(trade)])
+    names = (trade, form.image(trade))
     return next((k for op in known for d in names if (k := op.size(d)) is not None), None)
 
 

@@ -24,7 +24,7 @@ import jax
 from jax.core import Tracer
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-from .._core import NamedLinop, Tile
+from .._core import NamedLinop, Tile, own_split
 from .._dims import Dims, next_unused
 from ..functional._toeplitz import embedded_locs, embedded_size
 from ..linops._fft import FFT
@@ -167,7 +167,7 @@ def _aligned(leaf, cut, grid, mesh: Mesh, axes) -> NamedLinop | None:
     """The stacked tiles of a leaf sliced as its `tiling()` declares, each of whose arrays
     is split across `mesh` exactly as the grid cuts it (whole blocks, no padding) or not
     cut: each device's block, with leading size-1 grid axes, is its tile. Else None."""
-    if type(leaf).split is not NamedLinop.split or None in axes:
+    if own_split(leaf) or None in axes:
         return None
     declared = leaf.tiling().arrays
     if len(declared) != len(jax.tree.leaves(eqx.filter(leaf, eqx.is_array))):

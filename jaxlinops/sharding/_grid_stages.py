@@ -22,11 +22,8 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
-from .._core import Adjoint, NamedLinop
+from .._core import Adjoint, Fourier, NamedLinop, Resize
 from .._dims import Dims, axis_of
-from ..functional._pad import pad_widths
-from ..linops._fft import _ADJOINT_NORM, FFT
-from ..linops._pad import AbstractCenterResize
 from ._dfft import fft_split, transpose_split
 from ._halo import _Layout, _valid, halo_extend, halo_reduce
 from ._tile_arrays import tile_at
@@ -54,23 +51,25 @@ class BatchAxis:
 class _Local(eqx.Module):
     """A leaf on each device's block: `tiles` is the leaf split to each block, stacked on
     one leading axis per slab axis of the mesh (of size 1 for an array every block
-    shares); with `batch`, also split to each block of the batch dim, on one more axis."""
+    shares); with `batch`, also split to each block of the batch dim, on one more axis.
+    With `adjointed`, the stage runs the pieces' adjoints (the stacked arrays untouched)."""
 
     tiles: NamedLinop
     dims_in: tuple[str, ...] = eqx.field(static=True)
     batch: BatchAxis | None = eqx.field(static=True, default=None)
+    adjointed: bool = eqx.field(static=True, default=False)
 
     @property
     def dims_out(self) -> tuple[str, ...]:
         return self.dims_in
 
     def adjoint(self) -> _Local:
-        tiles = self.tiles.linop if isinstance(self.tiles, Adjoint) else Adjoint(self.tiles)
-        return _Local(tiles, self.dims_in, self.batch)
+        return dataclasses.replace(self, adjointed=not self.adjointed)
 
     def tile(self) -> NamedLinop:
         """This device's piece (inside `shard_map`, where the arrays are its blocks)."""
-        return tile_at(self.tiles, (0,) * (len(self.dims_in) + (self.batch is not None)))
+        piece = tile_at(self.tiles, (0,) * (len(self.dims_in) + (self.batch is not None)))
+        return Adjoint(piece) if self.adjointed else piece
 
     def at(self, j: jax.Array) -> _Local:
         """The stage of block `j` of a batch dim run in a loop (its tiles along the batch
@@ -84,9 +83,9 @@ class _Local(eqx.Module):
         return dataclasses.replace(self, tiles=eqx.combine(jax.tree.map(pick, own), static))
 
     def run(self, x: jax.Array, shape: Shape, axes: Axes, names: tuple[str, ...]) -> jax.Array:
-        y = self.tile()(x)
-        b, dims = self.batch, self.tiles
-        if b is not None and b.across and b.dim in dims.ishape and b.dim not in dims.oshape:
+        piece = self.tile()
+        y, b = piece(x), self.batch
+        if b is not None and b.across and b.dim in piece.ishape and b.dim not in piece.oshape:
             return jax.lax.psum(y, b.dim)  # each device summed its block of the batch dim
         return y
 
@@ -108,50 +107,41 @@ class _Local(eqx.Module):
 
 
 class _Transform(eqx.Module):
-    """A distributed FFT: `fft` (forward, or its adjoint with `inverse`) over its grid dims,
+    """A distributed DFT (an operator of the `Fourier` form `dft`) over its trailing dims,
     the split of each slab axis `moves[j]` (in that order) moving from the transformed dim
     on it to the output name of `trades[j]`, the transformed dim held whole it trades
     places with; the other slab axes' splits pass through."""
 
-    fft: FFT
-    inverse: bool = eqx.field(static=True)
+    dft: Fourier = eqx.field(static=True)
     dims_in: tuple[str, ...] = eqx.field(static=True)
     moves: tuple[int, ...] = eqx.field(static=True)
     trades: tuple[str, ...] = eqx.field(static=True)
 
     @property
     def dims_out(self) -> tuple[str, ...]:
-        image = self._image()
         out = list(self.dims_in)
         for k, t in zip(self.moves, self.trades):
-            out[k] = image[t]
+            out[k] = self.dft.image(t)
         return tuple(out)
-
-    def _image(self) -> dict[str, str]:
-        """Each transformed dim's name at the input -> at the output."""
-        return dict(zip(*transformed(self.fft, self.inverse)))
 
     def adjoint(self) -> _Transform:
         # back: each split returns to where it came from, in the reverse order
-        image = self._image()
-        back = tuple(image[self.dims_in[k]] for k in reversed(self.moves))
-        inverse = not self.inverse
-        return _Transform(self.fft, inverse, self.dims_out, self.moves[::-1], back)
+        back = tuple(self.dft.image(self.dims_in[k]) for k in reversed(self.moves))
+        return _Transform(self.dft.adjoint(), self.dims_out, self.moves[::-1], back)
 
     def run(self, x: jax.Array, shape: Shape, axes: Axes, names: tuple[str, ...]) -> jax.Array:
-        dims, _ = transformed(self.fft, self.inverse)
+        dims = self.dft.dims_in
         first = x.ndim - len(dims)
-        norm = _ADJOINT_NORM[self.fft.norm] if self.inverse else self.fft.norm
         y, _ = fft_split(
             x, tuple(range(first, x.ndim)), [axes[k] for k in self.moves],
-            [names[k] for k in self.moves], shape, inverse=self.inverse,
-            centered=self.fft.centered, norm=norm,
+            [names[k] for k in self.moves], shape, inverse=self.dft.inverse,
+            centered=self.dft.centered, norm=self.dft.norm,
             out_split=[first + dims.index(t) for t in self.trades],
         )  # fmt: skip
         return y
 
     def out(self, shape: Shape, axes: Axes, devices: Shape, dtype) -> tuple[Shape, Axes]:
-        dims, _ = transformed(self.fft, self.inverse)
+        dims = self.dft.dims_in
         first = len(shape) - len(dims)
         out = list(axes)
         for k, t in zip(self.moves, self.trades):
@@ -212,43 +202,43 @@ class _Halo(eqx.Module):
 
 
 class _Resize(eqx.Module):
-    """A `Pad` or `Crop` resizing split dims: for each (one slab axis after the other),
-    the split trades places with the largest dim held whole, the dim is resized whole,
-    the split returns (see `_grid`'s module doc). Its other resized dims are cropped
-    before, padded after."""
+    """An operator (`name`) of the `Resize` form `form` resizing split dims: for each (one
+    slab axis after the other), the split trades places with the largest dim held whole,
+    the dim is resized whole, the split returns (see `_grid`'s module doc). Its other
+    resized dims are cropped before, padded after."""
 
-    resize: AbstractCenterResize
+    form: Resize = eqx.field(static=True)
     dims_in: tuple[str, ...] = eqx.field(static=True)
+    name: str = eqx.field(static=True)
 
     @property
     def dims_out(self) -> tuple[str, ...]:
-        r = self.resize
-        return tuple(
-            r.out_shape[r.in_shape.index(d)] if d in r.in_shape else d for d in self.dims_in
-        )
+        resized = self.form.resized()
+        return tuple(resized[d][0] if d in resized else d for d in self.dims_in)
 
     def adjoint(self) -> _Resize:
-        resize = self.resize.H  # a Pad's adjoint is a Crop, and back
-        assert isinstance(resize, AbstractCenterResize)
-        return _Resize(resize, self.dims_out)
+        return _Resize(self.form.adjoint(), self.dims_out, f"{self.name}.H")
+
+    def _sizes(self, ndim: int) -> dict[int, tuple[int, int, int]]:
+        """Each resized array axis (of an input of `ndim` axes) -> `(n_in, n_out, offset)`."""
+        f = self.form
+        return {a % ndim: (*n, o) for a, n, o in zip(f.axes, f.sizes, f.offsets)}
 
     def run(self, x: jax.Array, shape: Shape, axes: Axes, names: tuple[str, ...]) -> jax.Array:
-        r = self.resize
-        first = x.ndim - len(r.in_size)
-        sizes = dict(enumerate(zip(r.in_size, r.out_size), start=first))
+        sizes = self._sizes(x.ndim)
         split = [
             (a, n, d, sizes.pop(a)) for a, n, d in zip(axes, names, self.dims_in) if a in sizes
         ]
-        grows = any(m > n for n, m in sizes.values()) or any(m > n for *_, (n, m) in split)
+        grows = any(m > n for n, m, _ in sizes.values()) or any(m > n for *_, (n, m, _) in split)
         if not grows:
             x = resize(x, sizes)
         whole = [a for a in range(x.ndim) if a not in axes]
-        for a, name, d, (n_in, n_out) in split:
+        for a, name, d, (n_in, n_out, offset) in split:
             if n_in == n_out:
                 continue
             if not whole:
                 raise ValueError(
-                    f"`create_batched_linop`: {r.name} resizes the split dim {d!r} of a "
+                    f"`create_batched_linop`: {self.name} resizes the split dim {d!r} of a "
                     f"{x.ndim}-D array with no dim held whole; moving its slabs needs one to "
                     f"trade places with (split a batch of at least one more dim, or split "
                     f"fewer dims)."
@@ -256,17 +246,20 @@ class _Resize(eqx.Module):
             trade = max(whole, key=lambda b: x.shape[b])
             size = x.shape[trade]
             x = transpose_split(x, a, trade, name, with_size(x.shape, a, n_in))
-            x = resize(x, {a: (n_in, n_out)})
+            x = resize(x, {a: (n_in, n_out, offset)})
             x = transpose_split(x, trade, a, name, with_size(x.shape, trade, size))
         return resize(x, sizes) if grows else x
 
     def out(self, shape: Shape, axes: Axes, devices: Shape, dtype) -> tuple[Shape, Axes]:
-        return global_out(self.resize, self.dims_out, shape, dtype)
+        out = list(shape)
+        for a, (_, n_out, _) in self._sizes(len(shape)).items():
+            out[a] = n_out
+        return tuple(out), axes
 
 
 class _Rename(eqx.Module):
-    """A renaming of the dims (an `Identity` between different dims): the split dims
-    `dims_in` are called `dims_out` from here on; the data does not move."""
+    """A renaming of the dims (the `Rename` form): the split dims `dims_in` are called
+    `dims_out` from here on; the data does not move."""
 
     dims_in: tuple[str, ...] = eqx.field(static=True)
     dims_out: tuple[str, ...] = eqx.field(static=True)
@@ -279,11 +272,6 @@ class _Rename(eqx.Module):
 
     def out(self, shape: Shape, axes: Axes, devices: Shape, dtype) -> tuple[Shape, Axes]:
         return shape, axes
-
-
-def transformed(fft: FFT, inverse: bool) -> tuple[Dims, Dims]:
-    """The dims an FFT (or its adjoint, `inverse`) transforms, at its input and output."""
-    return (fft.dual_shape, fft.primal_shape) if inverse else (fft.primal_shape, fft.dual_shape)
 
 
 def traded(dims: Sequence, moving: Sequence, held: set) -> list | None:
@@ -329,15 +317,14 @@ def masked(x: jax.Array, axis: int, n: int, axis_name: str) -> jax.Array:
     return _valid(x, axis, lay, jax.lax.axis_index(axis_name))
 
 
-def resize(x: jax.Array, sizes: dict[int, tuple[int, int]]) -> jax.Array:
-    """`x` centered-padded or cropped along each axis `a` of `sizes` from `sizes[a][0]`
-    entries to `sizes[a][1]` (as `center_pad` and `center_crop`)."""
-    for a, (n_in, n_out) in sizes.items():
-        ((before, after),) = pad_widths((min(n_in, n_out),), (max(n_in, n_out),))
+def resize(x: jax.Array, sizes: dict[int, tuple[int, int, int]]) -> jax.Array:
+    """`x` zero-padded or cropped along each axis `a` of `sizes`, from `sizes[a][0]` entries
+    to `sizes[a][1]`, the shorter side starting at entry `sizes[a][2]` of the longer."""
+    for a, (n_in, n_out, offset) in sizes.items():
         if n_out >= n_in:
-            x = jnp.pad(x, widths(x.ndim, a, (before, after)))
+            x = jnp.pad(x, widths(x.ndim, a, (offset, n_out - n_in - offset)))
         else:
-            x = jax.lax.slice_in_dim(x, before, before + n_out, axis=a)
+            x = jax.lax.slice_in_dim(x, offset, offset + n_out, axis=a)
     return x
 
 

@@ -30,8 +30,7 @@ import numpy as np
 from .._arrays import Device, as_size
 from .._core import Coupling, NamedLinop, all_dims, check_input
 from .._dims import fmt, has_wildcards
-from ._build import create_batched_linop
-from ._grid import forward_only
+from ._build import batched
 from ._hlo import looped_collective_bytes
 from ._log import logger
 from ._spec import BatchSpec, device_matrix
@@ -549,8 +548,8 @@ def _measure(A: NamedLinop, c: Candidate, devices, x, compiled: list, refused: l
     sharding layer refuses (a ValueError building or tracing it) goes to `refused`, with
     the reason."""
     try:
-        with forward_only():  # (a structured normal is built when the plan is used)
-            program = _compile(create_batched_linop(A, c.specs(devices), progress=False), x)
+        # (without a structured normal: that is built when the plan is used)
+        program = _compile(batched(A, c.specs(devices), False, normal=False), x)
     except ValueError as error:
         if not c.grid:
             raise
