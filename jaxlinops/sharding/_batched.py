@@ -24,7 +24,6 @@ from collections.abc import Callable, Mapping
 import equinox as eqx
 import jax
 import jax.numpy as jnp
-from jax.core import Tracer
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from .._arrays import Device
@@ -38,7 +37,6 @@ from .._core import (
     normal_oshape,
     normal_renaming,
     stacked_field,
-    take,
     tile_grid,
     tile_length,
     weighted,
@@ -47,6 +45,7 @@ from .._core import (
 )
 from .._dims import ELLIPSIS, Dims, axis_of
 from ._log import log_application
+from ._program import apply_compiled, cut_to, on_mesh, pad_to, partition_spec
 from ._tile_arrays import grid_spec, place, stack_tiles, tile_at, unstack_tiles
 from ._unbatch import unbatch
 
@@ -206,13 +205,14 @@ class BatchedLinop(NamedLinop):
 
     # ----------------------------------------------------------------- application
     def apply(self, x: jax.Array) -> jax.Array:
-        y = _apply_tiles_compiled(self, onto_mesh(x, self.mesh))
+        y = apply_compiled(self, x)
         if self.base_device is not None:
             y = gather(y, self.mesh, self.base_device)
         return y
 
-    def _apply_tiles(self, x: jax.Array) -> jax.Array:
-        """Pad the batched input dims to whole tiles, run, cut the output back."""
+    def _program(self, x: jax.Array) -> jax.Array:
+        """Pad the batched input dims to whole tiles, run, cut the output back (see
+        `_program`)."""
         batch = dict(self.batch)
         in_axes = {d: _axis(self.ishape, d, x.ndim) for d in batch if d in self.ishape}
         for d, bd in batch.items():
@@ -225,33 +225,13 @@ class BatchedLinop(NamedLinop):
                 )
         sizes = {d: x.shape[in_axes[d]] if bd.size is None else bd.size for d, bd in batch.items()}
         counts = {d: bd.count(sizes[d]) for d, bd in batch.items()}
-        for d, axis in in_axes.items():
-            x = take(x, axis, slice(0, counts[d] * batch[d].tile), padded=True)
+        x = pad_to(x, {axis: counts[d] * batch[d].tile for d, axis in in_axes.items()})
         run = _Runner(self, x.ndim, counts)
         y = run(x)
         out_axes = {d: _axis(self.oshape, d, y.ndim) for d in batch if d in self.oshape}
-        for d, axis in out_axes.items():
-            y = jax.lax.slice_in_dim(y, 0, sizes[d], axis=axis)
+        y = cut_to(y, {axis: sizes[d] for d, axis in out_axes.items()})
         log_application(self, x, y)
         return y
-
-
-def onto_mesh(x, mesh: Mesh | None):
-    """A concrete input committed to other devices (by `device_put` or a DLPack import),
-    replicated onto the mesh: one compiled program cannot mix device sets. (Inside a
-    caller's `jit` the inputs are that program's.)"""
-    if mesh is None or not isinstance(x, jax.Array) or isinstance(x, Tracer):
-        return x
-    if not x.committed or x.sharding.device_set == set(mesh.devices.flat):
-        return x
-    return jax.device_put(x, NamedSharding(mesh, PartitionSpec()))
-
-
-@eqx.filter_jit
-def _apply_tiles_compiled(op: BatchedLinop, x: jax.Array) -> jax.Array:
-    """One compiled program per operator structure and input shape, so that eager calls
-    do not re-trace the `shard_map` body (inside a caller's `jit` it is inlined)."""
-    return op._apply_tiles(x)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -270,10 +250,9 @@ class _Runner:
         return {d: self.counts[d] // bd.devices for d, bd in self.batch.items()}
 
     def __call__(self, x: jax.Array) -> jax.Array:
-        arrays, static = eqx.partition(self.op.tiles, eqx.is_array)
         mesh = self.op.mesh
         if mesh is None:
-            return self.body(arrays, static, x)
+            return self.body(self.op.tiles, x)
         context = jax.sharding.get_abstract_mesh()
         if not context.empty and context != mesh.abstract_mesh:
             raise ValueError(
@@ -282,28 +261,18 @@ class _Runner:
                 f"context, or build the context mesh with Auto axes and pass it to `shard`."
             )
         x_spec = self.spec(self.op.ishape, self.ndim)
-        out_ndim = self.out_struct(arrays, static, x).ndim
-        y_spec = self.spec(self.op.oshape, out_ndim)
-        if isinstance(self.op.tiles, tuple):
-            tile_specs = jax.tree.map(lambda _: PartitionSpec(), arrays)
-        else:
-            axes = self.op.grid_axes()
-            tile_specs = jax.tree.map(lambda a: grid_spec(a, axes), arrays)
-        body = jax.shard_map(
-            lambda a, v: self.body(a, static, v),
-            mesh=mesh,
-            in_specs=(tile_specs, x_spec),
-            out_specs=y_spec,
-        )
-        return body(arrays, x)
+        y_spec = self.spec(self.op.oshape, self.out_struct(x).ndim)
+        axes = () if isinstance(self.op.tiles, tuple) else self.op.grid_axes()
+
+        def specs(arrays):
+            return jax.tree.map(lambda a: grid_spec(a, axes) if axes else PartitionSpec(), arrays)
+
+        return on_mesh(self.body, mesh, self.op.tiles, specs, x, x_spec, y_spec)
 
     def spec(self, shape: Dims, ndim: int) -> PartitionSpec:
         """Mesh axes at the positions of the batched dims of an array laid out by `shape`."""
-        entries: list[str | None] = [None] * ndim
-        for d, bd in self.batch.items():
-            if d in shape:
-                entries[_axis(shape, d, ndim)] = bd.axis
-        return PartitionSpec(*entries)
+        axes = {_axis(shape, d, ndim): bd.axis for d, bd in self.batch.items() if d in shape}
+        return partition_spec(ndim, axes)
 
     def tile_input(self, x: jax.Array) -> jax.ShapeDtypeStruct:
         shape = list(x.shape)
@@ -312,28 +281,25 @@ class _Runner:
                 shape[_axis(self.op.ishape, d, self.ndim)] = bd.tile
         return jax.ShapeDtypeStruct(tuple(shape), x.dtype)
 
-    def out_struct(self, arrays, static, x: jax.Array) -> jax.ShapeDtypeStruct:
+    def out_struct(self, x: jax.Array) -> jax.ShapeDtypeStruct:
         """Shape and dtype of one tile's output."""
         first = {d: 0 for d in self.batch}
-        plain = jax.tree.map(lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype), arrays)
-        return jax.eval_shape(
-            lambda a, v: self.apply_tile(a, static, first, v, local=False),
-            plain,
+        return eqx.filter_eval_shape(
+            lambda t, v: self.apply_tile(t, first, v, local=False),
+            self.op.tiles,
             self.tile_input(x),
         )
 
-    def apply_tile(self, arrays, static, index: dict, x: jax.Array, local=True) -> jax.Array:
-        """The tile at grid `index` (local to the device unless `local` is False) applied
-        to its input `x`."""
-        tiles = self.op.tiles
+    def apply_tile(self, tiles, index: dict, x: jax.Array, local=True) -> jax.Array:
+        """The tile at grid `index` of `tiles` (the operator's, or this device's block of
+        them; the index local to the device unless `local` is False) applied to `x`."""
         if not isinstance(tiles, tuple):
-            tile = tile_at(eqx.combine(arrays, static), tuple(index[d] for d in self.op.stacked))
-            return tile.apply(x)
+            return tile_at(tiles, tuple(index[d] for d in self.op.stacked)).apply(x)
         flat = 0
         for d in self.op.stacked:
             offset = self.device_index(d) * self.local_counts()[d] if local else 0
             flat = flat * self.counts[d] + offset + index[d]
-        ops = eqx.combine(arrays, static)
+        ops = tiles
         dtype = jnp.result_type(*(jax.eval_shape(t.apply, x).dtype for t in ops))
         axes = self.mesh_axes() if local else ()
         branches = [_branch(k, dtype, axes) for k in range(len(ops))]
@@ -352,7 +318,7 @@ class _Runner:
             return 0
         return jax.lax.axis_index(bd.axis)
 
-    def body(self, arrays, static, x: jax.Array) -> jax.Array:
+    def body(self, tiles, x: jax.Array) -> jax.Array:
         """One device: loop over its tiles, add each output into its block, reduce."""
         local = self.local_counts()
         names = list(self.batch)
@@ -372,7 +338,7 @@ class _Runner:
                 if d in ishape:
                     axis, b = _axis(ishape, d, x.ndim), self.batch[d].tile
                     xt = jax.lax.dynamic_slice_in_dim(xt, index[d] * b, b, axis)
-            return index, self.apply_tile(arrays, static, index, xt)
+            return index, self.apply_tile(tiles, index, xt)
 
         y = tile_output(0)[1]
         if total > 1:

@@ -94,7 +94,6 @@ from .._core import (
 )
 from .._dims import Dims, fmt
 from ..linops._toeplitz import kernel_builder
-from ._batched import onto_mesh
 from ._grid_kernel import sharded_tiles, split_kernel, spread
 from ._grid_points import Points, points_stage
 from ._grid_stages import (
@@ -108,9 +107,9 @@ from ._grid_stages import (
     _Transform,
     array_axis,
     traded,
-    widths,
 )
 from ._log import logger
+from ._program import apply_compiled, cut_to, on_mesh, pad_to, partition_spec
 from ._tile_arrays import grid_spec, place, stack_tiles
 
 Stage = _Local | _Transform | _Halo | _Resize | _Rename | Points
@@ -197,17 +196,14 @@ class GridSplitLinop(NamedLinop):
         )
 
     def apply(self, x: jax.Array) -> jax.Array:
-        return _apply_compiled(self, onto_mesh(x, self.mesh))
+        return apply_compiled(self, x)
 
-    def _apply(self, x: jax.Array) -> jax.Array:
+    def _program(self, x: jax.Array) -> jax.Array:
         """The stages in one `shard_map`, the input padded to whole slabs and blocks, the
-        output cut back."""
+        output cut back (see `_program`)."""
         shapes = self._shapes(x)
         x_axes = self._split_axes(self.ishape, shapes[0][1], x.ndim)
-        for a, names in x_axes.items():
-            x = _pad(x, a, math.prod(self.mesh.shape[n] for n in names))
-        arrays, static = eqx.partition(self.stages, eqx.is_array)
-        specs = tuple(_specs(s, a, self.names) for s, a in zip(self.stages, arrays))
+        lengths = {a: _whole(x.shape[a], self._devices(names)) for a, names in x_axes.items()}
         out_shape, out_axes = shapes[-1]
         y_axes = self._split_axes(self.oshape, out_axes, len(out_shape))
         loop, loop_axes = self.loop, (None, None)
@@ -217,23 +213,25 @@ class GridSplitLinop(NamedLinop):
                 for dims, ndim in ((self.ishape, x.ndim), (self.oshape, len(out_shape)))
             )
             if loop_axes[0] is not None:
-                x = _pad(x, loop_axes[0], loop.blocks)
+                lengths[loop_axes[0]] = _whole(x.shape[loop_axes[0]], loop.blocks)
 
-        def body(arrays, block):
-            stages = eqx.combine(arrays, static)
+        def body(stages, block):
             if loop is not None:
                 return _looped(stages, shapes, block, loop, loop_axes, self.names)
             return _run(stages, shapes, block, self.names)
 
-        y = jax.shard_map(
-            body,
-            mesh=self.mesh,
-            in_specs=(specs, _spec(x.ndim, x_axes)),
-            out_specs=_spec(len(out_shape), y_axes),
-        )(arrays, x)
-        for a in (*y_axes, *(a for a in loop_axes[1:] if a is not None)):
-            y = jax.lax.slice_in_dim(y, 0, out_shape[a], axis=a)
-        return y
+        def specs(arrays):
+            return tuple(_specs(s, a, self.names) for s, a in zip(self.stages, arrays))
+
+        x = pad_to(x, lengths)
+        x_spec = partition_spec(x.ndim, x_axes)
+        y_spec = partition_spec(len(out_shape), y_axes)
+        y = on_mesh(body, self.mesh, self.stages, specs, x, x_spec, y_spec)
+        cut = (*y_axes, *(a for a in loop_axes[1:] if a is not None))
+        return cut_to(y, {a: out_shape[a] for a in cut})
+
+    def _devices(self, names: tuple[str, ...]) -> int:
+        return math.prod(self.mesh.shape[n] for n in names)
 
     def _split_axes(self, shape: Dims, axes: Axes, ndim: int) -> dict[int, tuple[str, ...]]:
         """The mesh axes splitting each split array axis of an input or output laid out by
@@ -259,14 +257,6 @@ class GridSplitLinop(NamedLinop):
             shape, axes = stage.out(shape, axes, devices, x.dtype)
         out.append((shape, axes))
         return out
-
-
-@eqx.filter_jit
-def _apply_compiled(op: GridSplitLinop, x: jax.Array) -> jax.Array:
-    """One compiled program per operator structure and input shape, as for a
-    `BatchedLinop`: eager calls do not run the `shard_map` body op by op (inside a
-    caller's `jit` it is inlined)."""
-    return op._apply(x)
 
 
 def grid_split(
@@ -662,14 +652,6 @@ def _specs(stage: Stage, arrays, names: tuple[str, ...]):
     return jax.tree.map(lambda a: PartitionSpec(), arrays)
 
 
-def _spec(ndim: int, axes: dict[int, tuple[str, ...]]) -> PartitionSpec:
-    """An array of `ndim` axes split along each axis of `axes` over its mesh axes."""
-    entries = (axes.get(a, ()) for a in range(ndim))
-    return PartitionSpec(*(e[0] if len(e) == 1 else (e or None) for e in entries))
-
-
-def _pad(x: jax.Array, axis: int, devices: int) -> jax.Array:
-    """`x` zero-padded at the end of `axis` to a multiple of `devices` blocks."""
-    n = x.shape[axis]
-    extra = -(-n // devices) * devices - n
-    return jnp.pad(x, widths(x.ndim, axis, (0, extra))) if extra else x
+def _whole(n: int, devices: int) -> int:
+    """The length of `n` entries padded to a multiple of `devices` blocks."""
+    return -(-n // devices) * devices
