@@ -168,7 +168,7 @@ def test_batched_operator_over_two_devices_round_trip():
 
 @pytest.mark.devices(2)
 def test_grid_split_with_a_coil_loop_round_trip():
-    """A grid split across 2 devices with a loop over coils on each: its static `BatchAxis`
+    """A grid split across 2 devices with a loop over coils on each: its static `BatchDim`
     records serialize (they raised TypeError, missing from a hand-kept list), and the
     deserialized call equals the unsplit operator (the split itself is checked against
     numpy in test_grid_coils.py)."""
@@ -201,7 +201,7 @@ def test_every_frozen_dataclass_and_enum_is_registered():
             params = getattr(v, "__dataclass_params__", None)
             if (params is not None and params.frozen) or issubclass(v, enum.Enum):
                 found.append(v)
-    assert "BatchAxis" in {c.__name__ for c in found}
+    assert {"BatchDim", "Fourier", "Resize"} <= {c.__name__ for c in found}
     registered = set(_VALUE_CLASSES.values())
     assert [c.__qualname__ for c in found if c not in registered] == []
 

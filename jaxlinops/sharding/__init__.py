@@ -6,8 +6,9 @@ is one `A` couples, such as an FFT's image dim: split by domain decomposition);
 `plan_batches(A)` chooses the `BatchSpec`s from the compiled programs of candidate plans.
 """
 
-from ._batched import BatchDim as BatchDim, BatchedLinop as BatchedLinop
+from ._batched import BatchedLinop as BatchedLinop
 from ._build import create_batched_linop as create_batched_linop, shard as shard
+from ._dim_split import BatchDim as BatchDim
 from ._grid import GridSplitLinop as GridSplitLinop
 from ._planner import Plan as Plan, PlanReport as PlanReport, plan_batches as plan_batches
 from ._spec import BatchSpec as BatchSpec, ResolvedBatchSpec as ResolvedBatchSpec

@@ -44,27 +44,11 @@ from .._core import (
     wrapped_adjoint,
 )
 from .._dims import ELLIPSIS, Dims, axis_of
+from ._dim_split import BatchDim
 from ._log import log_application
 from ._program import apply_compiled, cut_to, on_mesh, pad_to, partition_spec
 from ._tile_arrays import grid_spec, place, stack_tiles, tile_at, unstack_tiles
 from ._unbatch import unbatch
-
-
-@dataclasses.dataclass(frozen=True)
-class BatchDim:
-    """A batched dim: its size (None: fixed by the input), tile size, and the mesh axis
-    (None: memory-only) with its number of devices."""
-
-    size: int | None
-    tile: int
-    axis: str | None = None
-    devices: int = 1
-
-    def count(self, size: int) -> int:
-        """Tiles along the dim: $\\lceil n / b \\rceil$, rounded up to a multiple of the
-        number of devices (the extra tiles are all padding)."""
-        per_device = -(-size // (self.tile * self.devices))
-        return per_device * self.devices
 
 
 class BatchedLinop(NamedLinop):

@@ -13,8 +13,9 @@ from .._arrays import Device
 from .._core import Coupling, NamedLinop, all_dims, tile_grid, user_split
 from .._dims import fmt
 from .._progress import iterate
-from ._batched import BatchDim, BatchedLinop
-from ._grid import BatchAxis, GridSplitLinop, grid_split
+from ._batched import BatchedLinop
+from ._dim_split import BatchDim
+from ._grid import GridBatch, GridSplitLinop, grid_split
 from ._log import log_plan
 from ._spec import BatchSpec, fit_devices, make_mesh
 from ._tile_arrays import place, stack_tiles
@@ -175,7 +176,7 @@ def _split_grid(
     others = [d for d in dims if d not in grid]
     if loop is not None and others:
         raise ValueError(
-            f"{where}: a loop over {loop.dim!r} within each device (a nested BatchSpec) "
+            f"{where}: a loop over {loop[0]!r} within each device (a nested BatchSpec) "
             f"follows a spec of the grid dims alone; got {dims}."
         )
     if len(others) > 1:
@@ -201,7 +202,7 @@ def _split_grid(
     return grid_split(A, tuple(grid), mesh, normal=normal, loop=loop)
 
 
-def _loop(A: NamedLinop, rest: list[BatchSpec], where: str) -> BatchAxis:
+def _loop(A: NamedLinop, rest: list[BatchSpec], where: str) -> GridBatch:
     """The loop of a nested spec after a grid split: one dim `A` applies entry by entry
     (coils), in blocks of its tile, run one after another on each device."""
     if len(rest) > 1 or len(rest[0].batch_sizes) > 1:
@@ -214,7 +215,7 @@ def _loop(A: NamedLinop, rest: list[BatchSpec], where: str) -> BatchAxis:
     n = A.size(d)
     if n is None:
         raise ValueError(f"{where}: {A.name} does not fix the size of the looped dim {d!r}.")
-    return BatchAxis(d, n, -(-n // tile), across=False)
+    return d, BatchDim.blocks(n, -(-n // tile))
 
 
 def _blocks(A: NamedLinop, d: str, tile: int, devices: int, where: str) -> int:

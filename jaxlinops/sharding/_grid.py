@@ -59,8 +59,8 @@ block of each split grid dim, its output split along the points over all the sla
 together.
 
 A dim the operator applies entry by entry (the coils of a SENSE operator) can be split
-with the grid (`BatchAxis`): across a last mesh axis named after it, each device holding
-a (slab, block of coils), the stages' collectives staying on the slab axes (they act
+with the grid (a `GridBatch`: its name and its `BatchDim`): across a last mesh axis
+named after it, each device holding a (slab, block of coils), the stages' collectives staying on the slab axes (they act
 within each row of devices of one block) and a `psum` across the coil axis after the
 leaf that sums the coils; or in a loop on each device (nested specs), the stages run
 once per block (`_looped`). Only entry-by-entry leaves are split along that dim.
@@ -94,11 +94,12 @@ from .._core import (
 )
 from .._dims import Dims, fmt
 from ..linops._toeplitz import kernel_builder
+from ._dim_split import BatchDim
 from ._grid_kernel import sharded_tiles, split_kernel, spread
 from ._grid_points import Points, points_stage
 from ._grid_stages import (
     Axes,
-    BatchAxis,
+    GridBatch,
     Shape,
     _Halo,
     _Local,
@@ -137,15 +138,19 @@ class GridSplitLinop(NamedLinop):
     grids: int = eqx.field(static=True, default=1)
     normal_split: GridSplitLinop | None = None
     adjointed: bool = eqx.field(static=True, default=False)
-    loop: BatchAxis | None = eqx.field(static=True, default=None)
+    loop: GridBatch | None = eqx.field(static=True, default=None)
 
     @property
     def name(self) -> str:
-        b, split = self.batch, zip(self.stages[0].dims_in, self.names)
+        split = zip(self.stages[0].dims_in, self.names)
         over = ", ".join(f"{d} over {n}:{self.mesh.shape[n]}" for d, n in split)
-        also = "" if b is None else f", {b.dim} over {b.dim}:{b.blocks}"
+        also = ""
+        if self.batch is not None:
+            dim, b = self.batch
+            also = f", {dim} over {b.axis}:{b.devices}"
         if self.loop is not None:
-            also = f", {self.loop.dim}/{self.loop.block} in a loop"
+            dim, b = self.loop
+            also = f", {dim}/{b.tile} in a loop"
         return f"GridSplit[{over}{also}]"
 
     @property
@@ -154,7 +159,7 @@ class GridSplitLinop(NamedLinop):
         return tuple(self.mesh.axis_names[: self.grids])
 
     @property
-    def batch(self) -> BatchAxis | None:
+    def batch(self) -> GridBatch | None:
         """The batch dim split across the mesh's last axis, if it has one."""
         return _batch_of(self.mesh, self.grids, self.size)
 
@@ -208,12 +213,13 @@ class GridSplitLinop(NamedLinop):
         y_axes = self._split_axes(self.oshape, out_axes, len(out_shape))
         loop, loop_axes = self.loop, (None, None)
         if loop is not None:  # its dim: padded to whole blocks, not split across devices
+            dim, b = loop
             loop_axes = tuple(
-                array_axis(dims, loop.dim, ndim) if loop.dim in dims else None
+                array_axis(dims, dim, ndim) if dim in dims else None
                 for dims, ndim in ((self.ishape, x.ndim), (self.oshape, len(out_shape)))
             )
             if loop_axes[0] is not None:
-                lengths[loop_axes[0]] = _whole(x.shape[loop_axes[0]], loop.blocks)
+                lengths[loop_axes[0]] = b.tiles * b.tile
 
         def body(stages, block):
             if loop is not None:
@@ -240,9 +246,10 @@ class GridSplitLinop(NamedLinop):
         out: dict[int, tuple[str, ...]] = {}
         for a, name in zip(axes, self.names):
             out[a] = out.get(a, ()) + (name,)
-        b = self.batch
-        if b is not None and b.dim in shape:
-            out[array_axis(shape, b.dim, ndim)] = (b.dim,)
+        if self.batch is not None and self.batch[0] in shape:
+            dim, b = self.batch
+            assert b.axis is not None, "a batch dim across the mesh"
+            out[array_axis(shape, dim, ndim)] = (b.axis,)
         return out
 
     def _shapes(self, x: jax.Array) -> list[tuple[Shape, Axes]]:
@@ -264,7 +271,7 @@ def grid_split(
     dims: tuple[str, ...],
     mesh: Mesh,
     normal: bool = True,
-    loop: BatchAxis | None = None,
+    loop: GridBatch | None = None,
 ) -> GridSplitLinop:
     r"""`A` split along its grid `dims` (sizes `A` fixes) across the first `len(dims)` axes
     of `mesh`, one each: its leaves (a Chain's, in order; a NUFFT's steps) become stages;
@@ -331,7 +338,7 @@ def grid_split(
 
 
 def _structured_normal(
-    A: NamedLinop, dims: tuple[str, ...], mesh: Mesh, loop: BatchAxis | None
+    A: NamedLinop, dims: tuple[str, ...], mesh: Mesh, loop: GridBatch | None
 ) -> GridSplitLinop | None:
     """The split of `A.N` where its folding rules give it a structure of its own (a
     NUFFT's Toeplitz embedding, $F^H F = I$), built now, as its arrays (a Toeplitz kernel)
@@ -443,7 +450,7 @@ def _trades(leaf: NamedLinop, dims: Dims, moving: list[str], split: tuple) -> tu
     return tuple(trades)
 
 
-def _local(leaf: NamedLinop, split: tuple, n: tuple, mesh: Mesh, batch: BatchAxis | None) -> _Local:
+def _local(leaf: NamedLinop, split: tuple, n: tuple, mesh: Mesh, batch: GridBatch | None) -> _Local:
     """The stage of a leaf that applies the split dims entry by entry, or a ValueError;
     split along the `batch` dim too where `_splits_batch` says so."""
     dims = all_dims(leaf)
@@ -460,18 +467,20 @@ def _local(leaf: NamedLinop, split: tuple, n: tuple, mesh: Mesh, batch: BatchAxi
     names = mesh.axis_names[: len(split)]
     grid = [mesh.shape[a] for a in names]
     cut = list(split)
-    if batch is not None and _splits_batch(leaf, batch.dim):
-        grid.append(batch.blocks)
-        cut.append(batch.dim)
+    sizes = dict(zip(split, n))
+    if batch is not None and _splits_batch(leaf, batch[0]):
+        dim, b = batch
+        grid.append(b.tiles)
+        cut.append(dim)
+        sizes[dim] = b.size
     else:
         batch = None
-    sizes = dict(zip(split, n)) | ({batch.dim: batch.size} if batch else {})
     tiles = []
     for index in np.ndindex(*grid):
         at = _blocks_at(cut, grid, index)
         cuts = {d: (sizes[d], c, i) for d, (c, i) in at.items() if d in dims and sizes[d]}
         tiles.append(_tile(cuts))  # (a dim of unknown size has no arrays along it to cut)
-    axes = tuple(names) + ((batch.dim if batch.across else None,) if batch else ())
+    axes = tuple(names) + ((batch[1].axis,) if batch else ())
     if spread(leaf):  # its arrays split across devices already (a Toeplitz kernel)
         placed = sharded_tiles(leaf, tiles, cut, tuple(grid), mesh, axes)
     else:
@@ -519,33 +528,34 @@ def _splits_batch(leaf: NamedLinop, dim: str) -> bool:
     return has and (leaf.size(dim) is not None or not _both_sides(leaf, dim))
 
 
-def _check_batch(stage: Stage, leaf: NamedLinop, batch: BatchAxis | None) -> None:
+def _check_batch(stage: Stage, leaf: NamedLinop, batch: GridBatch | None) -> None:
     """Refuse a leaf (run as `stage`) through which the batch dim cannot be split: one
     coupling it, having it internally, or one run by a communicating stage that would need
     splitting along it (only entry-by-entry leaves are)."""
-    if batch is None or batch.dim not in all_dims(leaf):
+    if batch is None or batch[0] not in all_dims(leaf):
         return
+    dim = batch[0]
     where = f"`create_batched_linop`: {leaf.name} ({fmt(leaf.ishape)} -> {fmt(leaf.oshape)})"
-    coupling = leaf.coupling(batch.dim)
+    coupling = leaf.coupling(dim)
     if coupling != Coupling.NONE:
         raise ValueError(
-            f"{where} couples the batch dim {batch.dim!r} ({coupling}); splitting it with "
+            f"{where} couples the batch dim {dim!r} ({coupling}); splitting it with "
             f"the grid needs operators that apply it entry by entry."
         )
-    if batch.dim not in leaf.ishape and batch.dim not in leaf.oshape:
+    if dim not in leaf.ishape and dim not in leaf.oshape:
         raise ValueError(
-            f"{where} sums over the batch dim {batch.dim!r} internally; splitting it with "
+            f"{where} sums over the batch dim {dim!r} internally; splitting it with "
             f"the grid needs it in the operator's input or output."
         )
-    if not isinstance(stage, _Local) and _splits_batch(leaf, batch.dim):
+    if not isinstance(stage, _Local) and _splits_batch(leaf, dim):
         raise ValueError(
-            f"{where} has arrays along the batch dim {batch.dim!r} (or makes or sums it) "
+            f"{where} has arrays along the batch dim {dim!r} (or makes or sums it) "
             f"and couples the grid; splitting the batch dim with the grid covers only such "
             f"operators that apply the grid entry by entry."
         )
 
 
-def _batch_of(mesh: Mesh, grids: int, size) -> BatchAxis | None:
+def _batch_of(mesh: Mesh, grids: int, size) -> GridBatch | None:
     """The batch dim of a mesh's axis after its `grids` slab axes (named after it;
     `size`: its size), if any."""
     if len(mesh.axis_names) <= grids:
@@ -557,7 +567,7 @@ def _batch_of(mesh: Mesh, grids: int, size) -> BatchAxis | None:
             f"`create_batched_linop`: the operator does not fix the size of the batch dim "
             f"{dim!r} split with the grid."
         )
-    return BatchAxis(dim, n, mesh.shape[dim])
+    return dim, BatchDim.blocks(n, mesh.shape[dim], axis=dim)
 
 
 def _run(stages, shapes: list[tuple[Shape, Axes]], x: jax.Array, names) -> jax.Array:
@@ -568,18 +578,19 @@ def _run(stages, shapes: list[tuple[Shape, Axes]], x: jax.Array, names) -> jax.A
     return x
 
 
-def _looped(stages, shapes, x: jax.Array, loop: BatchAxis, axes, names) -> jax.Array:
+def _looped(stages, shapes, x: jax.Array, loop: GridBatch, axes, names) -> jax.Array:
     """The stages run once per block $j$ of the `loop` dim, with the stages split along
     it at block $j$ (`_Local.at`) on block $j$ of the input where it has the dim (`axes`:
     its axis in the input and the output, or None): the outputs stacked along the dim
     where the output has it, else added (the operator is linear, so the stages after the
     one that sums over the dim may run on each block's partial sum)."""
     at_in, at_out = axes
+    b = loop[1]
 
     def one(j):
         own = [s.at(j) if isinstance(s, _Local) and s.batch is not None else s for s in stages]
         if at_in is not None:
-            x_j = jax.lax.dynamic_slice_in_dim(x, j * loop.block, loop.block, axis=at_in)
+            x_j = jax.lax.dynamic_slice_in_dim(x, j * b.tile, b.tile, axis=at_in)
         else:
             x_j = x
         return _run(own, shapes, x_j, names)
@@ -587,8 +598,8 @@ def _looped(stages, shapes, x: jax.Array, loop: BatchAxis, axes, names) -> jax.A
     if at_out is None:  # (the sum varies over the slab axes, as each block's output)
         out = jax.eval_shape(one, 0)
         zero = jax.lax.pcast(jnp.zeros(out.shape, out.dtype), tuple(names), to="varying")
-        return jax.lax.fori_loop(0, loop.blocks, lambda j, acc: acc + one(j), zero)
-    ys = jnp.moveaxis(jax.lax.map(one, jnp.arange(loop.blocks)), 0, at_out)
+        return jax.lax.fori_loop(0, b.tiles, lambda j, acc: acc + one(j), zero)
+    ys = jnp.moveaxis(jax.lax.map(one, jnp.arange(b.tiles)), 0, at_out)
     return ys.reshape(ys.shape[:at_out] + (-1,) + ys.shape[at_out + 2 :])
 
 
@@ -647,7 +658,7 @@ def _specs(stage: Stage, arrays, names: tuple[str, ...]):
     axis); the others' replicated."""
     if isinstance(stage, (_Local, Points)):
         b = stage.batch if isinstance(stage, _Local) else None
-        axes = names + (() if b is None else (b.dim if b.across else None,))
+        axes = names + (() if b is None else (b[1].axis,))
         return jax.tree.map(lambda a: grid_spec(a, axes), arrays)
     return jax.tree.map(lambda a: PartitionSpec(), arrays)
 

@@ -25,6 +25,7 @@ import jax.numpy as jnp
 from .._core import Adjoint, Fourier, NamedLinop, Resize
 from .._dims import Dims, axis_of
 from ._dfft import fft_split, transpose_split
+from ._dim_split import BatchDim
 from ._halo import _Layout, _valid, halo_extend, halo_reduce
 from ._tile_arrays import tile_at
 
@@ -32,20 +33,10 @@ Shape = tuple[int, ...]
 Axes = tuple[int, ...]
 
 
-@dataclasses.dataclass(frozen=True)
-class BatchAxis:
-    """A dim applied entry by entry (coils) split with the grid into `blocks` blocks of
-    `block` of its `size` entries, the last ones zero-padded: `across` the mesh's last
-    axis (named after it), one block per device, else in a loop on each device."""
-
-    dim: str
-    size: int
-    blocks: int
-    across: bool = True
-
-    @property
-    def block(self) -> int:
-        return -(-self.size // self.blocks)
+# A dim applied entry by entry (coils) split with the grid: its name and its blocks (of a
+# known size), along the mesh's last axis (named after the dim), one block per device, or
+# in a loop on each device (no axis).
+GridBatch = tuple[str, BatchDim]
 
 
 class _Local(eqx.Module):
@@ -56,7 +47,7 @@ class _Local(eqx.Module):
 
     tiles: NamedLinop
     dims_in: tuple[str, ...] = eqx.field(static=True)
-    batch: BatchAxis | None = eqx.field(static=True, default=None)
+    batch: GridBatch | None = eqx.field(static=True, default=None)
     adjointed: bool = eqx.field(static=True, default=False)
 
     @property
@@ -84,25 +75,26 @@ class _Local(eqx.Module):
 
     def run(self, x: jax.Array, shape: Shape, axes: Axes, names: tuple[str, ...]) -> jax.Array:
         piece = self.tile()
-        y, b = piece(x), self.batch
-        if b is not None and b.across and b.dim in piece.ishape and b.dim not in piece.oshape:
-            return jax.lax.psum(y, b.dim)  # each device summed its block of the batch dim
+        y = piece(x)
+        if self.batch is not None:
+            dim, b = self.batch
+            if b.axis is not None and dim in piece.ishape and dim not in piece.oshape:
+                return jax.lax.psum(y, b.axis)  # each device summed its block of the dim
         return y
 
     def out(self, shape: Shape, axes: Axes, devices: Shape, dtype) -> tuple[Shape, Axes]:
-        piece, b = self.tile(), self.batch
+        piece = self.tile()
+        dim, b = self.batch if self.batch is not None else (None, None)
         block = blocks(shape, axes, devices)
-        if b is not None and b.dim in piece.ishape:
-            block = with_size(block, array_axis(piece.ishape, b.dim, len(block)), b.block)
+        if b is not None and dim in piece.ishape:
+            block = with_size(block, array_axis(piece.ishape, dim, len(block)), b.tile)
         local = jax.eval_shape(piece, jax.ShapeDtypeStruct(block, dtype))
         out = tuple(array_axis(piece.oshape, d, local.ndim) for d in self.dims_in)
         out_shape = tuple(local.shape)
         for at, a in zip(out, axes):  # each split dim back at its global size
             out_shape = with_size(out_shape, at, shape[a])
-        if b is not None and b.dim in piece.oshape:
-            out_shape = with_size(
-                out_shape, array_axis(piece.oshape, b.dim, len(out_shape)), b.size
-            )
+        if b is not None and b.size is not None and dim in piece.oshape:
+            out_shape = with_size(out_shape, array_axis(piece.oshape, dim, len(out_shape)), b.size)
         return out_shape, out
 
 
