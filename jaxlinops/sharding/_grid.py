@@ -60,10 +60,11 @@ together.
 
 A dim the operator applies entry by entry (the coils of a SENSE operator) can be split
 with the grid (a `GridBatch`: its name and its `BatchDim`): across a last mesh axis
-named after it, each device holding a (slab, block of coils), the stages' collectives staying on the slab axes (they act
-within each row of devices of one block) and a `psum` across the coil axis after the
-leaf that sums the coils; or in a loop on each device (nested specs), the stages run
-once per block (`_looped`). Only entry-by-entry leaves are split along that dim.
+named after it, each device holding a (slab, block of coils), the stages' collectives
+staying on the slab axes (they act within each row of devices of one block) and a `psum`
+across the coil axis after the leaf that sums the coils; or in a loop on each device
+(nested specs), the stages run once per block (`_looped`). Only entry-by-entry leaves are
+split along that dim.
 """
 
 from __future__ import annotations

@@ -21,6 +21,7 @@ import dataclasses
 import itertools
 import math
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import equinox as eqx
 import jax
@@ -39,16 +40,32 @@ DEFAULT_FRACTION = 0.8  # of a device's memory, when JAX reports it
 MAX_COMPILES = 6  # candidates compiled per call, besides the unsplit operator
 
 
+class Split(NamedTuple):
+    """A dim cut into tiles of `tile` entries, spread over `devices` devices along one
+    axis of the mesh."""
+
+    dim: str
+    tile: int
+    devices: int
+
+
+class Loop(NamedTuple):
+    """A dim cut into tiles of `tile` entries, run one after another on each device."""
+
+    dim: str
+    tile: int
+
+
 @dataclasses.dataclass(frozen=True)
 class Candidate:
-    """One plan: `outer = {dim: (tile, devices)}` spread over a mesh, then an optional
-    memory-only loop `inner = (dim, tile)`, with its first estimates; with `grid`, `outer`
-    starts with a dim the operator couples, split into one slab per device (then, on a 2-D
-    mesh, a dim it applies entry by entry, in one block per device, or with `pencil` a
-    second dim it couples: one pencil per device)."""
+    """One plan: the `outer` splits over a mesh, then an optional memory-only loop
+    `inner`, with its first estimates; with `grid`, `outer` starts with a dim the operator
+    couples, split into one slab per device (then, on a 2-D mesh, a dim it applies entry by
+    entry, in one block per device, or with `pencil` a second dim it couples: one pencil
+    per device)."""
 
-    outer: tuple[tuple[str, int, int], ...]
-    inner: tuple[str, int] | None
+    outer: tuple[Split, ...]
+    inner: Loop | None
     devices: int
     tiles_per_device: int
     estimate: float  # per-device peak, bytes
@@ -58,30 +75,37 @@ class Candidate:
     pencil: bool = False
 
     def specs(self, devices: Sequence[Device]) -> list[BatchSpec]:
-        shape = tuple(m for _, _, m in self.outer)
+        shape = tuple(s.devices for s in self.outer)
         matrix = np.empty(self.devices, dtype=object)
         matrix[:] = list(devices[: self.devices])
-        outer = BatchSpec({d: t for d, t, _ in self.outer}, device_matrix=matrix.reshape(shape))
-        return [outer] if self.inner is None else [outer, BatchSpec(dict([self.inner]))]
+        tiles = {s.dim: s.tile for s in self.outer}
+        outer = BatchSpec(tiles, device_matrix=matrix.reshape(shape))
+        inner = self.inner
+        return [outer] if inner is None else [outer, BatchSpec({inner.dim: inner.tile})]
+
+    def rank(self) -> tuple:
+        """The ranking by what the estimates know well: whether it communicates, the
+        collective bytes, the tiles per device (see `plan_batches`)."""
+        communicates = self.grid or self.comm_estimate > 0
+        return (communicates, self.comm_estimate, self.tiles_per_device)
 
     def key(self) -> tuple:
-        """The ranking by the first estimates (see `plan_batches`)."""
-        communicates = self.grid or self.comm_estimate > 0
-        return (communicates, self.comm_estimate, self.tiles_per_device, self.estimate)
+        """The ranking by the first estimates: `rank`, then the estimated peak."""
+        return (*self.rank(), self.estimate)
 
     def __str__(self) -> str:
-        parts = " x ".join(f"{d}/{t} over {m}" for d, t, m in self.outer)
-        mesh = " x ".join(str(m) for _, _, m in self.outer)
+        parts = " x ".join(f"{s.dim}/{s.tile} over {s.devices}" for s in self.outer)
+        mesh = " x ".join(str(s.devices) for s in self.outer)
         where = f"{self.devices} devices" + (f", a {mesh} mesh" if len(self.outer) > 1 else "")
         if self.grid:
-            blocks = "".join(f" and a block of {d}" for d, _, _ in self.outer[1:])
+            blocks = "".join(f" and a block of {s.dim}" for s in self.outer[1:])
             text = f"grid {parts} ({where}, one slab{blocks} each)"
             if self.pencil:
                 text = f"grid {parts} ({where}, one pencil each)"
         else:
             text = f"{parts} ({where})"
         if self.inner is not None:
-            text += f", then {self.inner[0]}/{self.inner[1]} in a loop"
+            text += f", then {self.inner.dim}/{self.inner.tile} in a loop"
         return text
 
 
@@ -98,10 +122,13 @@ class Measured:
     def communicated(self) -> float:
         return sum(self.collectives.values())
 
+    def rank(self) -> tuple:
+        """`Candidate.rank` from the compiled figures."""
+        return (self.communicated > 0, self.communicated, self.candidate.tiles_per_device)
+
     def key(self) -> tuple:
-        """The ranking of `plan_batches`, from the compiled figures."""
-        c = self.candidate
-        return (self.communicated > 0, self.communicated, c.tiles_per_device, self.peak, c.devices)
+        """The ranking of `plan_batches`: `rank`, then the peak, then the devices used."""
+        return (*self.rank(), self.peak, self.candidate.devices)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -164,10 +191,12 @@ class PlanReport:
         else:
             free = "no communication-free split fits (compiled, or by a lower bound of its peak)"
         if c.candidate.grid:
-            (dim, _, m), *batch = c.candidate.outer
-            inner = c.candidate.inner
-            also = "".join(f" with {d!r} on a {m} x {k} mesh" for d, _, k in batch)
-            also += f" with a loop over {inner[0]!r}" if inner is not None else ""
+            first, *batch = c.candidate.outer
+            dim, inner = first.dim, c.candidate.inner
+            also = "".join(
+                f" with {s.dim!r} on a {first.devices} x {s.devices} mesh" for s in batch
+            )
+            also += f" with a loop over {inner.dim!r}" if inner is not None else ""
             return (
                 f"{fits}; {free}: grid split along {dim!r}{also} moves "
                 f"{_bytes(c.communicated)} per application, the fewest collective bytes, then "
@@ -293,7 +322,7 @@ def plan_batches(
     for c in _ordered(candidates, compiled, budget):
         fits = [m for m in compiled if budget is None or m.peak <= budget]
         best = min(fits, key=Measured.key, default=None)
-        if best is not None and (c.key()[:3] > best.key()[:3] or _floor(c, compiled) >= best.peak):
+        if best is not None and (c.rank() > best.rank() or _floor(c, compiled) >= best.peak):
             break
         if len(compiled) == MAX_COMPILES:
             break
@@ -314,8 +343,8 @@ def plan_batches(
         chosen=chosen,
         compiled=tuple(compiled),
         not_compiled=len(candidates) - len(compiled) - len(refused),
-        free=any(not c.key()[0] for c in candidates),
-        grid_dims=tuple(dict.fromkeys(c.outer[0][0] for c in candidates if c.grid)),
+        free=any(not c.rank()[0] for c in candidates),
+        grid_dims=tuple(dict.fromkeys(c.outer[0].dim for c in candidates if c.grid)),
         refused=tuple(refused),
     )
     logger.info(str(report))
@@ -385,10 +414,10 @@ def _splittable(A: NamedLinop) -> dict[str, int]:
 def _candidates(A: NamedLinop, devices: int, memory, x_bytes: int) -> list[Candidate]:
     """Every candidate plan with its first estimates (see `plan_batches`)."""
     sizes = _splittable(A)
-    layouts: list[tuple[tuple[str, int, int], ...]] = []
+    layouts: list[tuple[Split, ...]] = []
     for d, n in sizes.items():
         t = -(-n // devices)
-        layouts.append(((d, t, -(-n // t)),))
+        layouts.append((Split(d, t, -(-n // t)),))
     for (d1, n1), (d2, n2) in itertools.combinations(sizes.items(), 2):
         layouts += _meshes(d1, n1, d2, n2, devices)
     if devices == 1:
@@ -398,8 +427,8 @@ def _candidates(A: NamedLinop, devices: int, memory, x_bytes: int) -> list[Candi
         grid = {**sizes, g: n}
         for t, m in _grid_layouts(n, devices):
             out += [
-                _candidate(A, grid, ((g, t, m),), inner, memory, x_bytes, loops, grid=g)
-                for inner, loops in _loops(((g, t, m),), sizes)
+                _candidate(A, grid, (Split(g, t, m),), inner, memory, x_bytes, loops, grid=g)
+                for inner, loops in _loops((Split(g, t, m),), sizes)
             ]
         for c, n_c in sizes.items():
             out += [
@@ -421,28 +450,28 @@ def _candidates(A: NamedLinop, devices: int, memory, x_bytes: int) -> list[Candi
     return out
 
 
-def _meshes(d1: str, n1: int, d2: str, n2: int, devices: int) -> list[tuple]:
+def _meshes(d1: str, n1: int, d2: str, n2: int, devices: int) -> list[tuple[Split, Split]]:
     """The layouts of dims `d1`, `d2` (of `n1`, `n2` entries) on 2-D meshes of `devices`
-    (see `plan_batches`): `((d1, tile, devices along it), (d2, ...))`."""
+    (see `plan_batches`)."""
     out = []
     for m1 in range(2, devices // 2 + 1):
         m2 = devices // m1
         if m1 * m2 == devices and m1 <= n1 and m2 <= n2:
             t1, t2 = -(-n1 // m1), -(-n2 // m2)
-            out.append(((d1, t1, -(-n1 // t1)), (d2, t2, -(-n2 // t2))))
+            out.append((Split(d1, t1, -(-n1 // t1)), Split(d2, t2, -(-n2 // t2))))
     return out
 
 
-def _loops(outer, sizes: dict[str, int]):
+def _loops(outer: tuple[Split, ...], sizes: dict[str, int]):
     """`(inner, tiles per device)` of `outer` alone (`inner` None), then of its loops over
     each of `sizes`' dims in tiles of $\\lceil m / 2^j \\rceil$, $m$ its per-device extent."""
     yield None, 1
-    extent = {d: t for d, t, _ in outer}
+    extent = {s.dim: s.tile for s in outer}
     for d, n in sizes.items():
         m = tile = extent.get(d, n)
         while tile > 1:
             tile = -(-tile // 2)
-            yield (d, tile), -(-m // tile)
+            yield Loop(d, tile), -(-m // tile)
 
 
 def _grid(A: NamedLinop, devices: int) -> list[tuple[str, int]]:
@@ -470,21 +499,21 @@ def _candidate(
     with `grid`, the coupled dim `outer` starts with (`sizes` has its size)."""
 
     def share(dims) -> float:
-        return math.prod(t / sizes[d] for d, t, _ in outer if d in dims)
+        return math.prod(s.tile / sizes[s.dim] for s in outer if s.dim in dims)
 
     work = share(sizes)
     if inner is not None:
-        d, s = inner
-        work *= s / next((t for e, t, _ in outer if e == d), sizes[d])
+        extent = next((s.tile for s in outer if s.dim == inner.dim), sizes[inner.dim])
+        work *= inner.tile / extent
     output = memory.output_size_in_bytes
     arrays = memory.argument_size_in_bytes - x_bytes
-    coupled = {d for d, _, _ in outer if A.coupling(d) != Coupling.NONE}
+    coupled = {s.dim for s in outer if A.coupling(s.dim) != Coupling.NONE}
     floor = x_bytes * share(A.ishape) + output * share({*A.oshape, *coupled})
     floor += arrays * share(sizes)
     estimate = floor + memory.temp_size_in_bytes * work
-    k = math.prod(m for d, _, m in outer if d not in A.oshape)
+    k = math.prod(s.devices for s in outer if s.dim not in A.oshape)
     comm = 0.0 if grid else 2 * (k - 1) / k * output * share(A.oshape)
-    devices = math.prod(m for _, _, m in outer)
+    devices = math.prod(s.devices for s in outer)
     pencil = len(coupled) > 1
     return Candidate(outer, inner, devices, loops, estimate, floor, comm, grid is not None, pencil)
 
