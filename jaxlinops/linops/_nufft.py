@@ -36,7 +36,7 @@ from ._fft import FFT
 from ._interp import check_frames, frames_back, frames_last, leading_frames
 from ._nufft_interp import NUFFTInterp
 from ._pad import Pad
-from ._toeplitz import toeplitz_normal
+from ._toeplitz import KernelBuilder, toeplitz_normal
 
 
 class NUFFT(NamedLinop):
@@ -91,6 +91,9 @@ class NUFFT(NamedLinop):
     batch_shape: Dims = dims_field()
     toeplitz: bool = eqx.field(static=True)
     toeplitz_oversamp: float = eqx.field(static=True)
+    # how its Toeplitz normal's kernel is computed where not by `toeplitz_kernel` (None):
+    # split across devices, set by grid splitting (`with_kernel_builder`)
+    kernel_builder: KernelBuilder | None = eqx.field(static=True, default=None)
 
     def __init__(
         self,

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
-from collections.abc import Callable, Iterator
+import copy
+from collections.abc import Callable
 from typing import Protocol
 
 import jax
@@ -20,10 +19,6 @@ from ._pad import Crop, Pad
 
 KernelOp = Callable[[jax.Array, Dims], NamedLinop]
 KernelBuilder = Callable[["ToeplitzSource", jax.Array, float], "jax.Array | None"]
-
-_BUILDER: contextvars.ContextVar[KernelBuilder | None] = contextvars.ContextVar(
-    "toeplitz_kernel_builder", default=None
-)
 
 
 class ToeplitzSource(Protocol):
@@ -51,19 +46,29 @@ class ToeplitzSource(Protocol):
     @property
     def point_dims(self) -> Dims: ...
 
+    @property
+    def kernel_builder(self) -> KernelBuilder | None: ...
 
-@contextlib.contextmanager
-def kernel_builder(fn: KernelBuilder) -> Iterator[None]:
-    """While active, the kernels of Toeplitz normals built here (interpolate mode, no
-    per-frame dims) come from `fn(op, weights, oversamp)` instead of `toeplitz_kernel`:
-    the same $K$ `[B..., *M]` for the NUFFT `op` and the weights `[B..., L...]`, computed
-    another way (split across devices: `jaxlinops.sharding._grid_kernel`); `fn` returns
-    None to leave a kernel to `toeplitz_kernel`."""
-    token = _BUILDER.set(fn)
-    try:
-        yield
-    finally:
-        _BUILDER.reset(token)
+
+def with_kernel_builder(A: NamedLinop, fn: KernelBuilder) -> NamedLinop:
+    """`A` with the kernels of the Toeplitz normals of its operators (those that declare a
+    `kernel_builder`: a NUFFT) computed by `fn(op, weights, oversamp)` instead of
+    `toeplitz_kernel` (interpolate mode, no per-frame dims): the same $K$ `[B..., *M]` for
+    the operator `op` and the weights `[B..., L...]`, computed another way (split across
+    devices: `jaxlinops.sharding._grid_kernel`); `fn` returns None to leave a kernel to
+    `toeplitz_kernel`."""
+
+    def builds(op) -> bool:
+        return isinstance(op, NamedLinop) and hasattr(op, "kernel_builder")
+
+    def with_fn(op):
+        if not builds(op):
+            return op
+        new = copy.copy(op)  # (a static field: not a leaf `eqx.tree_at` can replace)
+        object.__setattr__(new, "kernel_builder", fn)
+        return new
+
+    return jax.tree.map(with_fn, A, is_leaf=builds)
 
 
 def toeplitz_normal(op: ToeplitzSource, inner: NamedLinop | None) -> NamedLinop | None:
@@ -119,7 +124,7 @@ def _frame_kernels(op: ToeplitzSource, weights: jax.Array, lead: Dims, oversamp:
     frames), and there is one kernel per frame, in the weights' layout."""
     frames, locs = op.frame_dims, op.plan.locs
     if not frames:
-        builder = _BUILDER.get()
+        builder = op.kernel_builder
         if builder is not None and op.plan.mode == "interpolate":
             kernel = builder(op, weights, oversamp)
             if kernel is not None:

@@ -94,7 +94,7 @@ from .._core import (
     dims_field,
 )
 from .._dims import Dims, fmt
-from ..linops._toeplitz import kernel_builder
+from ..linops._toeplitz import with_kernel_builder
 from ._dim_split import BatchDim
 from ._grid_kernel import sharded_tiles, split_kernel, spread
 from ._grid_points import Points, points_stage
@@ -349,9 +349,9 @@ def _structured_normal(
     and their adjoints are exact but slower."""
     try:
         build = functools.partial(split_kernel, mesh=mesh, dims=dims, split=grid_split)
-        with kernel_builder(build):
-            N = A.normal()
-        if jax.tree.structure(N) == jax.tree.structure(default_normal(A)):
+        built = with_kernel_builder(A, build)
+        N = built.normal()
+        if jax.tree.structure(N) == jax.tree.structure(default_normal(built)):
             return None
         return grid_split(N, dims, mesh, normal=False, loop=loop)
     except ValueError as error:
