@@ -93,7 +93,7 @@ class NUFFT(NamedLinop):
     toeplitz_oversamp: float = eqx.field(static=True)
     # how its Toeplitz normal's kernel is computed where not by `toeplitz_kernel` (None):
     # split across devices, set by grid splitting (`with_kernel_builder`)
-    kernel_builder: KernelBuilder | None = eqx.field(static=True, default=None)
+    kernel_builder: KernelBuilder | None = eqx.field(static=True)
 
     def __init__(
         self,
@@ -162,6 +162,7 @@ class NUFFT(NamedLinop):
         self.input_kshape = as_dims(input_kshape, KSPACE_DIMS[:ndim] if defaults else None)
         self.toeplitz = bool(toeplitz)
         self.toeplitz_oversamp = as_number("NUFFT", "toeplitz_oversamp", toeplitz_oversamp, 1.0)
+        self.kernel_builder = None
 
     def __check_init__(self):
         where = f"`NUFFT({fmt(self.ishape)} -> {fmt(self.oshape)})`"

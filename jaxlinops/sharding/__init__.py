@@ -4,8 +4,18 @@
 return a `BatchedLinop` that behaves like `A` (a `GridSplitLinop` when the batched dim
 is one `A` couples, such as an FFT's image dim: split by domain decomposition);
 `plan_batches(A)` chooses the `BatchSpec`s from the compiled programs of candidate plans.
+An operator declares how it splits with `coupling`, `tiling` and `grid_form` (one of the
+forms re-exported here: `Rename`, `Fourier`, `Resize`, `OffGrid`, `Steps`).
 """
 
+from .._core import (
+    Fourier as Fourier,
+    GridForm as GridForm,
+    OffGrid as OffGrid,
+    Rename as Rename,
+    Resize as Resize,
+    Steps as Steps,
+)
 from ._batched import BatchedLinop as BatchedLinop
 from ._build import create_batched_linop as create_batched_linop, shard as shard
 from ._dim_split import BatchDim as BatchDim

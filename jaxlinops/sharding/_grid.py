@@ -4,13 +4,12 @@ A dim that an operator couples (an FFT's image axis) cannot be tiled: every outp
 needs every input entry. Split by *domain decomposition* instead: each of the $D$ devices
 of a mesh axis holds a slab of $B = \lceil N / D \rceil$ entries of the dim (the last
 slabs zero-padded, see `_halo` and `_dfft`), and the operator runs leaf by leaf, in one
-`jax.shard_map`, on the slabs:
+`jax.shard_map`, on the slabs. Each leaf runs as the stage of what it declares (its
+coupling, and its grid form, `jaxlinops._core._forms`; the table `_FORMS`), never of its
+class:
 
 - a leaf that applies the split dim entry by entry (`Coupling.NONE`: coil maps, masks,
   weights) runs on each device's slab, its arrays split to the slab (`split`);
-Each leaf runs as the stage of what it declares (its coupling, and its grid form,
-`jaxlinops._core._forms`; the table `_FORMS`), never of its class:
-
 - a leaf of the `Fourier` form (an `FFT` or its adjoint) is a distributed FFT:
   one `all_to_all` transposes the slabs so that the dim is whole and another transformed
   dim is split (`_dfft.fft_split`); the split then moves to that dim, and later leaves
@@ -40,9 +39,9 @@ Each leaf runs as the stage of what it declares (its coupling, and its grid form
 
 No stage reads the padding entries of its input blocks (they may hold anything: the
 halo stages zero them, the transposes drop them, entry-by-entry leaves keep them apart).
-The leaves only declare their coupling and form; this module alone communicates. The adjoint runs
-the stages backwards (each local piece's adjoint, each transpose undone), and the normal
-$A^H A$ runs both in one program, with no gather in between. Other leaves (one coupling
+The leaves only declare their coupling and form; this module alone communicates. The
+adjoint runs the stages backwards (each local piece's adjoint, each transpose undone), and
+the normal $A^H A$ runs both in one program, with no gather in between. Other leaves (one coupling
 the split dim globally with no form, one summing over or reshaping it) are refused with
 an error naming the leaf.
 
