@@ -1,5 +1,5 @@
 """Blocks on a split grid: `ArrayToBlocks` split along an array dim across 2, 3 and 8
-simulated devices (its blocks are the points of `jaxlinops.sharding._grid_points`, each
+simulated devices (its blocks are the points of `jaxlinops.sharding._grid._points`, each
 carrying its entries), and `BlocksToArray` split along its output array dim, give the
 forward, adjoint and normal of a numpy block extraction, pass the dot test, keep the grid
 split in the compiled program (no all-gather), blocks wider than a slab included.
@@ -17,7 +17,7 @@ from helpers import assert_close, grid_split as split, rand, rtol
 
 import jaxlinops as jl
 from jaxlinops.linops._blocks_at import BlocksAt
-from jaxlinops.sharding._grid_points import Points
+from jaxlinops.sharding._grid._points import Points
 from jaxlinops.testing import inner
 
 C128 = jnp.complex128

@@ -1,5 +1,5 @@
 """The Toeplitz kernel of a grid-split NUFFT is computed split across the devices
-(`jaxlinops.sharding._grid_kernel`), never whole on one: the split normal of a NUFFT and
+(`jaxlinops.sharding._grid._kernel`), never whole on one: the split normal of a NUFFT and
 of a NUFFT SENSE operator (with density weights) equals the unsplit `A.N` (whose own tests
 compare it with dense references) and passes the dot test, with `toeplitz_kernel` (the
 unsplit computation) made to raise while it is built; the kernel stage's arrays are split
@@ -21,9 +21,8 @@ from jax.sharding import Mesh
 
 import jaxlinops as jl
 from jaxlinops.functional._toeplitz import toeplitz_kernel
-from jaxlinops.sharding import _grid_kernel
-from jaxlinops.sharding._grid import grid_split as split_along
-from jaxlinops.sharding._grid_stages import _Local, _Transform
+from jaxlinops.sharding._grid import _kernel as _grid_kernel, grid_split as split_along
+from jaxlinops.sharding._grid._stages import _Local, _Transform
 from jaxlinops.testing import inner
 
 C128 = jnp.complex128

@@ -1,4 +1,4 @@
-"""Gridding on a split grid (`jaxlinops.sharding._grid_points`): a NUFFT, a SENSE operator
+"""Gridding on a split grid (`jaxlinops.sharding._grid._points`): a NUFFT, a SENSE operator
 built on one and `Interpolate`, split along a grid dim across 2, 3 and 8 simulated devices,
 give the forward, adjoint and normal of the unsplit operator (whose own tests compare it
 with the exact DFT and dense references), pass the dot test, keep the grid split in the

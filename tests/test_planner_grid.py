@@ -157,13 +157,13 @@ def test_candidates_are_measured_without_their_structured_normal(monkeypatch):
     A = jl.NUFFT(locs, (N, N), "K", toeplitz=True, backend="jax")
     x = cplx(N, N)
     budget = peak(A, x) // 3  # no communication-free split: the grid
-    real = jl.sharding._grid._structured_normal
+    real = jl.sharding._grid._split._structured_normal
 
     def refuse(*args):
         raise AssertionError("a structured normal was built while planning")
 
-    monkeypatch.setattr(jl.sharding._grid, "_structured_normal", refuse)
+    monkeypatch.setattr(jl.sharding._grid._split, "_structured_normal", refuse)
     plan = jl.plan_batches(A, memory_limit=budget, x=jnp.asarray(x))
-    monkeypatch.setattr(jl.sharding._grid, "_structured_normal", real)
+    monkeypatch.setattr(jl.sharding._grid._split, "_structured_normal", real)
     B = jl.create_batched_linop(A, plan)
     assert isinstance(B, jl.sharding.GridSplitLinop) and B.normal_split is not None

@@ -2,7 +2,7 @@ r"""What an operator declares for grid splitting: its *grid form* (`NamedLinop.g
 
 Splitting a dim an operator couples (`Coupling.GLOBAL` or a halo) across devices needs
 to know what the operator does along it; the sharding layer reads that from the form
-alone, never from the operator's class (`jaxlinops.sharding._grid` keeps a table from
+alone, never from the operator's class (`jaxlinops.sharding._grid._split` keeps a table from
 form to stage):
 
 - `Rename`: the identity, renaming dims position by position (`Identity` between dims);
@@ -117,7 +117,7 @@ class OffGrid:
 
     Split along a grid dim, each device holds a slab of the grid and the points whose cell
     lies in it, shifted to the slab extended by `reach` entries from the neighbouring slabs: the
-    operator runs there unchanged (`jaxlinops.sharding._grid_points`).
+    operator runs there unchanged (`jaxlinops.sharding._grid._points`).
     """
 
     locs: Any

@@ -1,5 +1,5 @@
 """`BlocksAt`: blocks read at given origins, the piece of `ArrayToBlocks` that grid
-splitting runs on each device's slab (`jaxlinops.sharding._grid_points`)."""
+splitting runs on each device's slab (`jaxlinops.sharding._grid._points`)."""
 
 from __future__ import annotations
 

@@ -55,7 +55,7 @@ def with_kernel_builder(A: NamedLinop, fn: KernelBuilder) -> NamedLinop:
     `kernel_builder`: a NUFFT) computed by `fn(op, weights, oversamp)` instead of
     `toeplitz_kernel` (interpolate mode, no per-frame dims): the same $K$ `[B..., *M]` for
     the operator `op` and the weights `[B..., L...]`, computed another way (split across
-    devices: `jaxlinops.sharding._grid_kernel`); `fn` returns None to leave a kernel to
+    devices: `jaxlinops.sharding._grid._kernel`); `fn` returns None to leave a kernel to
     `toeplitz_kernel`."""
 
     def builds(op) -> bool:

@@ -35,7 +35,7 @@ class:
   the resize in ways that need a general ragged exchange;
 - a leaf of the `Rename` form (an `Identity` between dims) renames the split dims;
 - a leaf of the `OffGrid` form (gridding) has its points bucketed by slab
-  (`_grid_points`), and one of the `Steps` form (a NUFFT) runs as its steps.
+  (`_points`), and one of the `Steps` form (a NUFFT) runs as its steps.
 
 No stage reads the padding entries of its input blocks (they may hold anything: the
 halo stages zero them, the transposes drop them, entry-by-entry leaves keep them apart).
@@ -76,9 +76,9 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.sharding import Mesh, PartitionSpec
+from jax.sharding import Mesh
 
-from .._core import (
+from ..._core import (
     Coupling,
     Fourier,
     GridForm,
@@ -92,12 +92,16 @@ from .._core import (
     default_normal,
     dims_field,
 )
-from .._dims import Dims, fmt
-from ..linops._toeplitz import with_kernel_builder
-from ._dim_split import BatchDim
-from ._grid_kernel import sharded_tiles, split_kernel, spread
-from ._grid_points import Points, points_stage
-from ._grid_stages import (
+from ..._dims import Dims, fmt
+from ...linops._toeplitz import with_kernel_builder
+from .._dim_split import BatchDim
+from .._log import logger
+from .._program import apply_compiled, cut_to, on_mesh, pad_to, partition_spec
+from .._tile_arrays import place, stack_tiles
+from ._kernel import sharded_tiles, split_kernel, spread
+from ._points import points_stage
+from ._stages import (
+    AbstractStage,
     Axes,
     GridBatch,
     Shape,
@@ -109,11 +113,6 @@ from ._grid_stages import (
     array_axis,
     traded,
 )
-from ._log import logger
-from ._program import apply_compiled, cut_to, on_mesh, pad_to, partition_spec
-from ._tile_arrays import grid_spec, place, stack_tiles
-
-Stage = _Local | _Transform | _Halo | _Resize | _Rename | Points
 
 
 class GridSplitLinop(NamedLinop):
@@ -130,7 +129,7 @@ class GridSplitLinop(NamedLinop):
     normal (kept by the adjoint, `adjointed`, whose normal is not it).
     """
 
-    stages: tuple[Stage, ...]
+    stages: tuple[AbstractStage, ...]
     ishape: Dims = dims_field()
     oshape: Dims = dims_field()
     sizes: tuple[tuple[str, int], ...] = dims_field(kind="pairs")
@@ -227,7 +226,7 @@ class GridSplitLinop(NamedLinop):
             return _run(stages, shapes, block, self.names)
 
         def specs(arrays):
-            return tuple(_specs(s, a, self.names) for s, a in zip(self.stages, arrays))
+            return tuple(s.array_specs(a, self.names) for s, a in zip(self.stages, arrays))
 
         x = pad_to(x, lengths)
         x_spec = partition_spec(x.ndim, x_axes)
@@ -305,7 +304,7 @@ def grid_split(
                 f"as the adjoint of {A.H.name} split there)"
             ) from None
     batch = loop or _batch_of(mesh, len(dims), A.size)
-    stages: list[Stage] = []
+    stages: list[AbstractStage] = []
     split = tuple(dims)
     n = tuple(A.size(d) for d in dims)
     known = [A]
@@ -528,7 +527,7 @@ def _splits_batch(leaf: NamedLinop, dim: str) -> bool:
     return has and (leaf.size(dim) is not None or not _both_sides(leaf, dim))
 
 
-def _check_batch(stage: Stage, leaf: NamedLinop, batch: GridBatch | None) -> None:
+def _check_batch(stage: AbstractStage, leaf: NamedLinop, batch: GridBatch | None) -> None:
     """Refuse a leaf (run as `stage`) through which the batch dim cannot be split: one
     coupling it, having it internally, or one run by a communicating stage that would need
     splitting along it (only entry-by-entry leaves are)."""
@@ -588,7 +587,7 @@ def _looped(stages, shapes, x: jax.Array, loop: GridBatch, axes, names) -> jax.A
     b = loop[1]
 
     def one(j):
-        own = [s.at(j) if isinstance(s, _Local) and s.batch is not None else s for s in stages]
+        own = [s.at(j) for s in stages]
         if at_in is not None:
             x_j = jax.lax.dynamic_slice_in_dim(x, j * b.tile, b.tile, axis=at_in)
         else:
@@ -649,18 +648,6 @@ def _size_of(known: list[NamedLinop], trade: str, form: Fourier) -> int | None:
 
 def _sizes(A: NamedLinop) -> tuple[tuple[str, int], ...]:
     return tuple((d, n) for d in sorted(all_dims(A)) if (n := A.size(d)) is not None)
-
-
-def _specs(stage: Stage, arrays, names: tuple[str, ...]):
-    """The `shard_map` specs of a stage's arrays: those of a `_Local` or `Points` split
-    along their leading (device) axes, one per slab axis, where they have one entry per
-    device (a `_Local` with a batch dim: also along the next, across the batch dim's mesh
-    axis); the others' replicated."""
-    if isinstance(stage, (_Local, Points)):
-        b = stage.batch if isinstance(stage, _Local) else None
-        axes = names + (() if b is None else (b[1].axis,))
-        return jax.tree.map(lambda a: grid_spec(a, axes), arrays)
-    return jax.tree.map(lambda a: PartitionSpec(), arrays)
 
 
 def _whole(n: int, devices: int) -> int:

@@ -40,15 +40,16 @@ import numpy as np
 from jax.core import Tracer
 from jax.sharding import Mesh
 
-from .._core import NamedLinop, OffGrid
-from .._dims import fmt
-from ._halo import _Layout, halo_extend, halo_reduce
-from ._tile_arrays import place, stack_tiles, tile_at
+from ..._core import NamedLinop, OffGrid
+from ..._dims import fmt
+from .._halo import _Layout, halo_extend, halo_reduce
+from .._tile_arrays import grid_spec, place, stack_tiles, tile_at
+from ._stages import AbstractStage
 
 Shape = tuple[int, ...]
 
 
-class Points(eqx.Module):
+class Points(AbstractStage):
     """The stage of an off-grid operator split along its grid dims `dims_in` (axes
     `split` of its `grid`, one per slab axis of the mesh), its output split along its
     first point dim over all those mesh axes (see the module doc). `tiles` is the
@@ -78,6 +79,10 @@ class Points(eqx.Module):
         return dataclasses.replace(
             self, dims_in=self.dims_out, dims_out=self.dims_in, reduce=not self.reduce
         )
+
+    def array_specs(self, arrays, names: tuple[str, ...]):
+        """Along their leading (device) axes, one per slab axis."""
+        return jax.tree.map(lambda a: grid_spec(a, names), arrays)
 
     def run(self, x: jax.Array, shape: Shape, axes, names: tuple[str, ...]) -> jax.Array:
         first = (0,) * len(self.split)

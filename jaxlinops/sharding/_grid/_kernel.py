@@ -24,15 +24,15 @@ import jax
 from jax.core import Tracer
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-from .._core import NamedLinop, Tile, own_split
-from .._dims import Dims, next_unused
-from ..functional._toeplitz import embedded_locs, embedded_size
-from ..linops._fft import FFT
-from ..linops._nufft import NUFFT
-from ..linops._toeplitz import ToeplitzSource
-from ._grid_stages import traded
-from ._log import logger
-from ._tile_arrays import grid_spec, place, stack_tiles
+from ..._core import NamedLinop, Tile, own_split
+from ..._dims import Dims, next_unused
+from ...functional._toeplitz import embedded_locs, embedded_size
+from ...linops._fft import FFT
+from ...linops._nufft import NUFFT
+from ...linops._toeplitz import ToeplitzSource
+from .._log import logger
+from .._tile_arrays import grid_spec, place, stack_tiles
+from ._stages import traded
 
 
 def split_kernel(

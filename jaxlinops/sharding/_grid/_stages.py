@@ -5,29 +5,29 @@ axis $k$ of the mesh (named `names[k]`, $D_k$ devices), the array axis `axes[k]`
 over it. Each axis of a pencil has its own mesh axis; several mesh axes may split one
 array axis jointly (the points of a gridding stage: blocks over the devices in row-major
 order of those mesh axes). A split axis of $N$ entries over $D$ devices is held in blocks
-of $\lceil N / D \rceil$, the last ones zero-padded (see `_halo`). Each stage has
-`run(x, shape, axes, names)` (on this device's block, inside `shard_map`), `out(shape,
-axes, devices, dtype)` (the layout after it), `adjoint()`, and `dims_in`/`dims_out` (the
-dim split over each slab axis before and after it). The module doc of `_grid` says what
-each stage does.
+of $\lceil N / D \rceil$, the last ones zero-padded (see `_halo`). Each stage is an
+`AbstractStage`; the module doc of `_split` says what each does.
 """
 
 from __future__ import annotations
 
+import abc
 import dataclasses
 import math
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+from jax.sharding import PartitionSpec
 
-from .._core import Adjoint, Fourier, NamedLinop, Resize
-from .._dims import Dims, axis_of
-from ._dfft import fft_split, transpose_split
-from ._dim_split import BatchDim
-from ._halo import _Layout, _valid, halo_extend, halo_reduce
-from ._tile_arrays import tile_at
+from ..._core import Adjoint, Fourier, NamedLinop, Resize
+from ..._dims import Dims, axis_of
+from .._dfft import fft_split, transpose_split
+from .._dim_split import BatchDim
+from .._halo import _Layout, _valid, halo_extend, halo_reduce
+from .._tile_arrays import grid_spec, tile_at
 
 Shape = tuple[int, ...]
 Axes = tuple[int, ...]
@@ -39,7 +39,48 @@ Axes = tuple[int, ...]
 GridBatch = tuple[str, BatchDim]
 
 
-class _Local(eqx.Module):
+class AbstractStage(eqx.Module):
+    """One leaf of a grid split, run on each device's block inside `shard_map`.
+
+    - `dims_in`, `dims_out` (a field or a property of each stage): the dim split over each
+      slab axis before and after it;
+    - `run(x, shape, axes, names)`: this device's block of the output, from its block `x`
+      of an input of global `shape` split along `axes` over the mesh axes `names`;
+    - `out(shape, axes, devices, dtype)`: the global shape and split axes after it;
+    - `adjoint()`: the stage of the leaf's adjoint (the layout after it, back);
+    - `array_specs(arrays, names)`: how its arrays are split across the mesh (replicated
+      by default);
+    - `at(j)`: the stage for block `j` of a batch dim run in a loop (itself by default).
+    """
+
+    if TYPE_CHECKING:  # (a field or a property of each stage: not an equinox field here)
+
+        @property
+        def dims_in(self) -> tuple[str, ...]: ...
+
+        @property
+        def dims_out(self) -> tuple[str, ...]: ...
+
+    @abc.abstractmethod
+    def run(self, x: jax.Array, shape: Shape, axes: Axes, names: tuple[str, ...]) -> jax.Array:
+        raise NotImplementedError
+
+    @abc.abstractmethod
+    def out(self, shape: Shape, axes: Axes, devices: Shape, dtype) -> tuple[Shape, Axes]:
+        raise NotImplementedError
+
+    @abc.abstractmethod
+    def adjoint(self) -> AbstractStage:
+        raise NotImplementedError
+
+    def array_specs(self, arrays, names: tuple[str, ...]):
+        return jax.tree.map(lambda a: PartitionSpec(), arrays)
+
+    def at(self, j: jax.Array) -> AbstractStage:
+        return self
+
+
+class _Local(AbstractStage):
     """A leaf on each device's block: `tiles` is the leaf split to each block, stacked on
     one leading axis per slab axis of the mesh (of size 1 for an array every block
     shares); with `batch`, also split to each block of the batch dim, on one more axis.
@@ -62,9 +103,17 @@ class _Local(eqx.Module):
         piece = tile_at(self.tiles, (0,) * (len(self.dims_in) + (self.batch is not None)))
         return Adjoint(piece) if self.adjointed else piece
 
+    def array_specs(self, arrays, names: tuple[str, ...]):
+        """Along their leading (device) axes, one per slab axis, where they have one entry
+        per device; with a batch dim, also along the next, across its mesh axis."""
+        axes = names + (() if self.batch is None else (self.batch[1].axis,))
+        return jax.tree.map(lambda a: grid_spec(a, axes), arrays)
+
     def at(self, j: jax.Array) -> _Local:
         """The stage of block `j` of a batch dim run in a loop (its tiles along the batch
-        axis, the one kept)."""
+        axis, the one kept); itself where it is not split along the batch dim."""
+        if self.batch is None:
+            return self
         at = len(self.dims_in)
 
         def pick(a):
@@ -98,7 +147,7 @@ class _Local(eqx.Module):
         return out_shape, out
 
 
-class _Transform(eqx.Module):
+class _Transform(AbstractStage):
     """A distributed DFT (an operator of the `Fourier` form `dft`) over its trailing dims,
     the split of each slab axis `moves[j]` (in that order) moving from the transformed dim
     on it to the output name of `trades[j]`, the transformed dim held whole it trades
@@ -141,7 +190,7 @@ class _Transform(eqx.Module):
         return shape, tuple(out)
 
 
-class _Halo(eqx.Module):
+class _Halo(AbstractStage):
     r"""A leaf coupling split dims within halos of `widths[k]` entries (per slab axis; 0
     where it applies the dim entry by entry), run on each device's extended block.
     Forward (`reduce` False): extend by the halos (one slab axis after the other: the
@@ -193,10 +242,10 @@ class _Halo(eqx.Module):
         return out_shape, out
 
 
-class _Resize(eqx.Module):
+class _Resize(AbstractStage):
     """An operator (`name`) of the `Resize` form `form` resizing split dims: for each (one
     slab axis after the other), the split trades places with the largest dim held whole,
-    the dim is resized whole, the split returns (see `_grid`'s module doc). Its other
+    the dim is resized whole, the split returns (see `_split`'s module doc). Its other
     resized dims are cropped before, padded after."""
 
     form: Resize = eqx.field(static=True)
@@ -249,7 +298,7 @@ class _Resize(eqx.Module):
         return tuple(out), axes
 
 
-class _Rename(eqx.Module):
+class _Rename(AbstractStage):
     """A renaming of the dims (the `Rename` form): the split dims `dims_in` are called
     `dims_out` from here on; the data does not move."""
 
