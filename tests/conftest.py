@@ -52,8 +52,16 @@ def pytest_configure(config):
     )
 
 
+# Files whose tests run whole scripts, notebooks or a browser in subprocesses (tens of
+# seconds each): they start first, so that they overlap with the many short tests instead
+# of keeping one worker busy after the other has finished.
+SLOW_FIRST = ("test_benchmarks.py", "test_notebooks.py", "test_site.py", "test_gpu_check.py")
+
+
 def pytest_collection_modifyitems(config, items):
-    """Tests marked `devices(n)` skip where JAX has fewer than `n` devices."""
+    """Tests marked `devices(n)` skip where JAX has fewer than `n` devices; the files of
+    `SLOW_FIRST` run first (the order of the others is kept)."""
+    items.sort(key=lambda item: Path(str(item.fspath)).name not in SLOW_FIRST)
     have = len(jax.devices())
     for item in items:
         mark = item.get_closest_marker("devices")
