@@ -6,6 +6,7 @@ grad and vmap; no re-trace; the errors. The per-operator check of every family i
 
 import logging
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -483,3 +484,52 @@ def test_batched_normal_along_an_input_dim_is_the_default_chain():
     B = jl.create_batched_linop(A, jl.BatchSpec({"N": 2}, device_matrix=DEVICES))
     assert isinstance(B.N, jl.Chain)
     assert_close(B.N(rand(25, (16,))), A.N(rand(25, (16,))), C128)
+
+
+class _Copies(jl.NamedLinop):
+    """`x` `(N)` copied into each of `n` entries of `C`: `(N) -> (C, N)`, with a `split`
+    along `C` that neither zero-pads nor masks (a ragged tile past the end of `C` copies
+    `x` into its padding too, as an operator written without padding in mind would)."""
+
+    n: int = eqx.field(static=True)
+    ishape: tuple = jl.dims_field()
+    oshape: tuple = jl.dims_field()
+
+    def __init__(self, n, ishape=("N",), oshape=("C", "N")):
+        self.n, self.ishape, self.oshape = n, tuple(ishape), tuple(oshape)
+
+    def size(self, dim):
+        return self.n if dim == self.oshape[0] else None
+
+    def tiling(self):
+        return jl.Tiling(batch=self.oshape)
+
+    def split(self, tile):
+        c = self.oshape[0]
+        return self if c not in tile else _Copies(tile[c].stop - tile[c].start, *self.shapes)
+
+    @property
+    def shapes(self):
+        return self.ishape, self.oshape
+
+    def apply(self, x):
+        return jnp.broadcast_to(x, (self.n,) + x.shape)
+
+    def apply_adjoint(self, y):
+        return y.sum(0)
+
+
+@pytest.mark.parametrize("devices", [None, 3])
+def test_batched_normal_masks_the_padding_of_ragged_tiles(devices):
+    """5 copies batched in tiles of 2 along `C` (the last tile padded): the normal
+    $\\sum_t A_t^H W_t A_t$ leaves out the padded entry, whose copy the reassembly of the
+    forward cuts off, with no weight (5 x, not 6 x) and with a `Diagonal` weight on
+    `(C, N)` (the padding's weight is not read)."""
+    A = _Copies(5)
+    x = rand(1, (3,))
+    w = np.arange(1.0, 16.0).reshape(5, 3)
+    device_matrix = None if devices is None else DEVICES[:devices]
+    B = jl.create_batched_linop(A, jl.BatchSpec({"C": 2}, device_matrix=device_matrix))
+    assert_close(B.N(x), 5 * np.asarray(x), C128)
+    W = jl.Diagonal(jnp.asarray(w), ("C", "N"))
+    assert_close(B.normal(W)(x), w.sum(0) * np.asarray(x), C128)

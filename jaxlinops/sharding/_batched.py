@@ -283,11 +283,10 @@ class _Runner:
         for d in self.op.stacked:
             offset = self.device_index(d) * self.local_counts()[d] if local else 0
             flat = flat * self.counts[d] + offset + index[d]
-        ops = tiles
-        dtype = jnp.result_type(*(jax.eval_shape(t.apply, x).dtype for t in ops))
+        dtype = jnp.result_type(*(jax.eval_shape(t.apply, x).dtype for t in tiles))
         axes = self.mesh_axes() if local else ()
-        branches = [_branch(k, dtype, axes) for k in range(len(ops))]
-        return jax.lax.switch(flat, branches, ops, x)
+        branches = [_branch(k, dtype, axes) for k in range(len(tiles))]
+        return jax.lax.switch(flat, branches, tiles, x)
 
     def mesh_axes(self) -> tuple[str, ...]:
         """The mesh axes of the batched dims (none without a mesh; with one, every

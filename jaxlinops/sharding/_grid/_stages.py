@@ -63,15 +63,15 @@ class AbstractStage(eqx.Module):
 
     @abc.abstractmethod
     def run(self, x: jax.Array, shape: Shape, axes: Axes, names: tuple[str, ...]) -> jax.Array:
-        raise NotImplementedError
+        """This device's output block (see the class doc)."""
 
     @abc.abstractmethod
     def out(self, shape: Shape, axes: Axes, devices: Shape, dtype) -> tuple[Shape, Axes]:
-        raise NotImplementedError
+        """The global shape and split axes after the stage."""
 
     @abc.abstractmethod
     def adjoint(self) -> AbstractStage:
-        raise NotImplementedError
+        """The stage of the leaf's adjoint."""
 
     def array_specs(self, arrays, names: tuple[str, ...]):
         return jax.tree.map(lambda a: PartitionSpec(), arrays)
