@@ -8,7 +8,10 @@ from . import (
     alg as alg,
     config as config,
     functional as functional,
+    io as io,
+    mri as mri,
     nameddim as nameddim,
+    recon as recon,
     testing as testing,
     utils as utils,
 )

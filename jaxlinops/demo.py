@@ -4,20 +4,24 @@
 
 1. a Shepp–Logan phantom, smooth complex coil maps (unit root-sum-of-squares), a
    golden-angle radial trajectory and a ramp density compensation (DCF) $w$;
-2. k-space by an exact DFT of every coil image, plus complex Gaussian noise;
+2. k-space by an exact DFT of every coil image, plus complex Gaussian noise correlated
+   between neighbouring coils, and a noise scan of the same noise;
 3. $A = \\sqrt{w} \\cdot \\mathrm{NUFFT} \\cdot S$ (oversampling 2, width 6, Toeplitz normal),
    scaled to $\\|A\\| = 1$ with the power method;
 4. $A^H A$ split by coils across the devices (`jl.create_batched_linop`; on a CPU-only
    machine it simulates `--devices` devices, 8 by default) and CG on
    $A^H A x = A^H \\sqrt{w} y$;
-5. a report (problem, devices and mesh, compile and solve times, relative errors of the
-   reconstruction and of the best-scaled adjoint against the phantom) and a figure,
-   `recon.png` in the directory `--out` names (or the `.png` file it names): labelled
-   panels of the truth, the adjoint and the reconstruction on one grey scale, their errors
-   on one error scale 5 times finer, colour bars, the errors and PSNR in the titles, the
-   timings in the figure's title and CG's residual history. It is drawn with matplotlib
-   when it is installed, else by a built-in PNG writer (grey levels and a bitmap font for
-   the labels; no residual plot).
+5. the scanner-file path (skip it with `--no-scan`): the scan written as an ISMRMRD file,
+   `scan.h5` next to the figure, and reconstructed from it as `jaxlinops-recon` does, with
+   the noise prewhitened and the coil maps (ESPIRiT) and density weights (Pipe–Menon)
+   estimated from the data (`jl.io`, `jl.mri`, `jl.recon`);
+6. a report (problem, devices and mesh, compile and solve times, relative errors of the
+   reconstructions and of the best-scaled adjoint against the phantom) and a figure,
+   `recon.png` in the directory `--out` names (or the `.png` file it names), drawn with
+   matplotlib (the `demo` extra, which `scripts/demo.sh` installs): labelled panels of the
+   truth, the adjoint and the reconstructions on one grey scale, their errors on one error
+   scale 5 times finer, colour bars, the errors and PSNR in the titles, the timings in the
+   figure's title and CG's residual history.
 """
 
 from __future__ import annotations
@@ -25,11 +29,9 @@ from __future__ import annotations
 import argparse
 import os
 import socket
-import struct
 import subprocess
 import sys
 import time
-import zlib
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import NamedTuple
@@ -163,39 +165,36 @@ def display_ranges(images: Sequence[np.ndarray]) -> dict[str, float]:
 
 
 def figure(
-    truth: np.ndarray, adjoint: np.ndarray, recon: np.ndarray, residuals: np.ndarray, title: str
+    truth: np.ndarray,
+    images: dict[str, np.ndarray],
+    residuals: np.ndarray,
+    title: str,
 ) -> Figure:
-    """The panels: truth, adjoint and reconstruction with their errors and PSNR, then the
-    error maps of the adjoint and of the reconstruction."""
+    """The panels: the truth, then each of `images` (by name: the adjoint, CG-SENSE, ...)
+    with its error and PSNR, and the error map of each."""
     panels = [Panel("truth (phantom)", np.abs(truth), "image")]
-    for name, image in (("adjoint, best scaled", adjoint), ("CG-SENSE", recon)):
+    for name, image in images.items():
         relative, psnr = quality(image, truth)
         panels.append(Panel(f"{name}\nrel. error {relative:.3f}\nPSNR {psnr:.1f} dB",
                             np.abs(image), "image"))  # fmt: skip
-    for name, image in (("adjoint", adjoint), ("CG-SENSE", recon)):
-        panels.append(Panel(f"|{name} - truth|", np.abs(image - truth), "error"))
+    for name, image in images.items():
+        panels.append(Panel(f"|{name.split(',')[0]} - truth|", np.abs(image - truth), "error"))
     norms = np.asarray(residuals, np.float64)
-    return Figure(title, tuple(panels), display_ranges([truth, adjoint, recon]), norms / norms[0])
+    return Figure(title, tuple(panels), display_ranges([truth, *images.values()]), norms / norms[0])
 
 
-def save_figure(fig: Figure, path: Path) -> str:
-    """Draw `fig` to the PNG `path` with matplotlib, or with the built-in writer when
-    matplotlib is not installed; returns which one drew it."""
+def save_figure(fig: Figure, path: Path, say: Say) -> bool:
+    """Draw `fig` to the PNG `path` with matplotlib: images in the first row, errors below
+    theirs, the residual history bottom left. False (with one line said) when matplotlib
+    is not installed (`pip install 'jaxlinops[demo]'`; `scripts/demo.sh` installs it)."""
     try:
-        import matplotlib  # noqa: F401
+        from matplotlib.figure import Figure as MplFigure  # no pyplot: no global state
     except ImportError:
-        write_png(path, render(fig))
-        return "built-in PNG writer"
-    _draw_with_matplotlib(fig, path)
-    return "matplotlib"
-
-
-def _draw_with_matplotlib(fig: Figure, path: Path) -> None:
-    """Images in the first row, errors below theirs, the residual history bottom left."""
-    from matplotlib.figure import Figure as MplFigure  # no pyplot: no global state
-
-    canvas = MplFigure(figsize=(10.5, 7.2), layout="constrained")
-    axes = canvas.subplots(2, 3)
+        say("No figure: matplotlib is not installed (pip install 'jaxlinops[demo]').")
+        return False
+    columns = sum(p.kind == "image" for p in fig.panels)
+    canvas = MplFigure(figsize=(3.5 * columns, 7.2), layout="constrained")
+    axes = canvas.subplots(2, columns)
     canvas.suptitle(fig.title)
     rows = {"image": list(axes[0]), "error": list(axes[1, 1:])}
     colours = {"image": ("gray", "|x|", "neither"),
@@ -215,92 +214,7 @@ def _draw_with_matplotlib(fig: Figure, path: Path) -> None:
     plot.set_title("relative residual\n$\\|b - A^H A x_k\\| / \\|b\\|$", fontsize=10)
     plot.grid(True, which="both", alpha=0.3)
     canvas.savefig(path, dpi=100)
-
-
-# a 3 × 5 pixel font for the built-in writer: per glyph, 5 rows of 3 bits (octal digits)
-_GLYPHS = dict(zip(
-    "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ .,-:=|/()%×",
-    "75557 26227 71747 71717 55711 74717 74757 71111 75757 75717 25755 65656 34443 65556 "
-    "74647 74644 34553 55755 72227 11152 55655 44447 57755 65555 25552 65644 25563 65655 "
-    "34216 72222 55557 55552 55775 55255 55222 71247 00000 00002 00024 00700 02020 07070 "
-    "22222 11244 24442 21112 51245 05250".split(),
-    strict=True,
-))  # fmt: skip
-_ZOOM = 2  # font pixels per glyph pixel
-_GAP = 8  # pixels between panels, and margins
-_MIN_PANEL = 128  # smaller images are drawn with square pixels of an integer size
-
-
-def text_bitmap(text: str) -> np.ndarray:
-    """`text` in upper case in the built-in font, with one blank column after each glyph:
-    a boolean `(5 zoom, 4 zoom len(text))` array. Unknown characters are an error."""
-    missing = sorted(set(text.upper()) - set(_GLYPHS))
-    if missing:
-        raise ValueError(f"`text_bitmap`: the built-in font has no glyph for {missing}.")
-    glyphs = [
-        [[int(row) >> shift & 1 for shift in (2, 1, 0)] + [0] for row in _GLYPHS[c]]
-        for c in text.upper()
-    ]
-    bits = np.concatenate(glyphs, axis=1) if glyphs else np.zeros((5, 0), int)
-    return np.kron(bits, np.ones((_ZOOM, _ZOOM), int)).astype(bool)
-
-
-def _cell(pixels: np.ndarray, header: list[str], header_lines: int, footer: str = "") -> np.ndarray:
-    """`pixels` (uint8) under `header` (padded to `header_lines` lines, bottom-aligned) and
-    above `footer`, centred, black text on white."""
-    lines = [""] * (header_lines - len(header)) + header + ([footer] if footer else [])
-    texts = [text_bitmap(line) for line in lines]
-    width = max([pixels.shape[1], *(t.shape[1] for t in texts)]) + _GAP
-
-    def centred(block: np.ndarray) -> np.ndarray:
-        left = (width - block.shape[1]) // 2
-        return np.pad(block, ((0, 0), (left, width - block.shape[1] - left)), constant_values=255)
-
-    # a line of text: its 5 glyph rows between two blank ones
-    rows = [centred(np.where(np.pad(t, ((_ZOOM, _ZOOM), (0, 0))), 0, 255)) for t in texts]
-    rows.insert(header_lines, centred(pixels))
-    return np.concatenate(rows, axis=0).astype(np.uint8)
-
-
-def render(fig: Figure) -> np.ndarray:
-    """The built-in writer's picture (uint8 grey levels): the title, then each kind's panels
-    on its shared scale, each followed by a grey-scale colour bar labelled with its range."""
-    headers = [panel.title.split("\n") for panel in fig.panels]
-    header_lines = max(len(h) for h in headers)
-    zoom = -(-_MIN_PANEL // fig.panels[0].magnitude.shape[0])  # small images: bigger pixels
-    size = zoom * fig.panels[0].magnitude.shape[0]
-    cells = []
-    for kind, top in fig.ranges.items():
-        for panel, header in zip(fig.panels, headers, strict=True):
-            if panel.kind == kind:
-                grey = np.round(255 * np.clip(panel.magnitude / top, 0, 1)).astype(np.uint8)
-                pixels = np.kron(grey, np.ones((zoom, zoom), np.uint8))
-                cells.append(_cell(pixels, header, header_lines))
-        ramp = np.round(np.linspace(255, 0, size)[:, None] * np.ones((1, 4 * _ZOOM)))
-        label = f"scale {ERROR_GAIN}×" if kind == "error" else ""
-        cells.append(_cell(ramp.astype(np.uint8), [label, f"{top:.2f}"], header_lines, "0"))
-    height = max(c.shape[0] for c in cells)
-    row = np.concatenate([np.pad(c, ((0, height - c.shape[0]), (0, 0)), constant_values=255)
-                          for c in cells], axis=1)  # fmt: skip
-    title = _cell(np.zeros((0, 0), np.uint8), fig.title.split("\n"), 0)
-    width = max(row.shape[1], title.shape[1])
-    blocks = [np.pad(b, ((_GAP, 0), (0, width - b.shape[1])), constant_values=255)
-              for b in (title, row)]  # fmt: skip
-    return np.pad(np.concatenate(blocks, axis=0), ((0, _GAP), (_GAP, 0)), constant_values=255)
-
-
-def write_png(path: Path, pixels: np.ndarray) -> None:
-    """Save a 2-D uint8 array as an 8-bit grey-scale PNG (no dependencies)."""
-    height, width = pixels.shape
-    raw = b"".join(b"\x00" + row.tobytes() for row in np.ascontiguousarray(pixels, np.uint8))
-
-    def chunk(kind: bytes, data: bytes) -> bytes:
-        body = kind + data
-        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
-
-    header = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
-    png = b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(raw))
-    path.write_bytes(png + chunk(b"IEND", b""))
+    return True
 
 
 def output_path(out: Path) -> Path:
@@ -334,6 +248,9 @@ def parse_args(argv: list[str]) -> tuple[argparse.ArgumentParser, argparse.Names
     add("--out", "--output", type=Path, default=Path("."), help="where the figure goes: a "
         "directory (created if needed) for recon.png, or a .png file")  # fmt: skip
     add("--seed", type=int, default=0, help="noise seed")
+    add("--no-scan", dest="scan", action="store_false", help="skip the scanner-file path "
+        "(write scan.h5 next to the figure and reconstruct it with estimated coil maps and "
+        "density weights, as jaxlinops-recon does)")  # fmt: skip
     add("--process-id", type=int, help=argparse.SUPPRESS)  # set by the launcher
     add("--coordinator", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -399,31 +316,76 @@ def main(argv: list[str] | None = None) -> int:
         return launch(argv, args.processes)
     devices = select_devices(parser, args)
     say = print if jax.process_index() == 0 else (lambda *a, **k: None)  # process 0 reports
-    truth, maps, locs, kspace = simulate(args, say)
+    truth, maps, locs, scan = simulate(args, say)
     A, weight = forward_model(maps, locs, args.size, say)
-    rec = reconstruct(A, weight * kspace, devices, args, say)
+    rec = reconstruct(A, weight * scan.kspace, devices, args, say)
     adjoint = rec.adjoint * np.vdot(rec.adjoint, truth) / np.vdot(rec.adjoint, rec.adjoint)
     error, adjoint_error = quality(rec.image, truth)[0], quality(adjoint, truth)[0]
     say(f"Relative error against the phantom: reconstruction {error:.3f}, "
         f"adjoint (best scaled) {adjoint_error:.3f}")  # fmt: skip
-    if jax.process_index() == 0:
-        title = (
-            f"CG-SENSE, {args.size}×{args.size} from {args.coils} coils × {args.spokes} spokes "
-            f"× {args.readouts} readouts\n{args.iters} iterations on {len(devices)} "
-            f"{devices[0].platform} devices: compile {rec.compile_time:.2f} s, "
-            f"solve {rec.solve_time:.3f} s"
-        )
-        path = output_path(args.out)
-        writer = save_figure(figure(truth, adjoint, rec.image, rec.residuals, title), path)
-        say(f"Saved the figure (truth, adjoint, reconstruction, errors; {writer}) to "
-            f"{path.resolve()}")  # fmt: skip
+    if jax.process_index() != 0:
+        return 0
+    path = output_path(args.out)
+    images = {"adjoint, best scaled": adjoint, "CG-SENSE": rec.image}
+    if args.scan and jax.process_count() == 1:
+        estimated = from_scanner_file(scan, path.with_name("scan.h5"), truth, devices, args, say)
+        images["from scan.h5, estimated maps"] = estimated
+    elif args.scan:
+        say("The scanner-file path runs in one process: skipped with --processes > 1.")
+    title = (
+        f"CG-SENSE, {args.size}×{args.size} from {args.coils} coils × {args.spokes} spokes "
+        f"× {args.readouts} readouts\n{args.iters} iterations on {len(devices)} "
+        f"{devices[0].platform} devices: compile {rec.compile_time:.2f} s, "
+        f"solve {rec.solve_time:.3f} s"
+    )
+    if save_figure(figure(truth, images, rec.residuals, title), path, say):
+        say(f"Saved the figure (truth, adjoint, reconstructions, errors) to {path.resolve()}")
     return 0
 
 
-def simulate(
-    args: argparse.Namespace, say: Say
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The phantom, coil maps, trajectory and noisy exact-DFT k-space `(C, S, R)`."""
+class Scan(NamedTuple):
+    """The simulated acquisition: k-space `(C, S, R)` with correlated coil noise, and a
+    noise scan `(C, N)` of the same noise."""
+
+    kspace: np.ndarray
+    noise: np.ndarray
+
+
+def coil_noise(rng: np.random.Generator, coils: int, samples: int, sigma: float) -> np.ndarray:
+    r"""`(coils, samples)` complex Gaussian noise of standard deviation `sigma` per coil,
+    correlated between neighbouring coils: $\sigma M n$ with $n$ white and $M$ the Cholesky
+    factor of $(R + 0.1 I) / 1.1$, $R$ one on the diagonal and 0.3 between neighbours."""
+    offsets = np.abs(np.subtract.outer(np.arange(coils), np.arange(coils)))
+    correlation = np.where(offsets == 0, 1.0, np.where(offsets == 1, 0.3, 0.0))
+    M = np.linalg.cholesky(correlation + 0.1 * np.eye(coils)) / np.sqrt(1.1)
+    white = rng.standard_normal((2, coils, samples)) / np.sqrt(2)
+    return (sigma * M @ (white[0] + 1j * white[1])).astype(np.complex64)
+
+
+def from_scanner_file(
+    scan: Scan, path: Path, truth: np.ndarray, devices: Sequence[Device], args, say: Say
+) -> np.ndarray:
+    """Write the scan as an ISMRMRD file (radial, with its noise scan) and reconstruct it
+    as `jaxlinops-recon` does: prewhitened, with ESPIRiT maps and Pipe–Menon weights
+    estimated from the data; the image scaled and phased to the phantom as best it can be
+    (estimated maps fix the image only up to a smooth phase and intensity)."""
+    from . import io, recon
+
+    locs = radial_trajectory(args.size, args.spokes, args.readouts)
+    io.write_ismrmrd(path, scan.kspace, locs=locs, noise=scan.noise, matrix=(args.size,) * 2)
+    say(f"Wrote the scan as an ISMRMRD file, {path}; reconstructing it as jaxlinops-recon does:")
+    settings = recon.Settings(dcf="pipe-menon", iters=args.iters, devices=devices)
+    image = recon.reconstruct(io.read_ismrmrd(path), settings, say=say).image[0]
+    aligned = np.abs(image).astype(np.complex64)  # the phantom is real and non-negative
+    aligned *= np.vdot(aligned, truth).real / np.vdot(aligned, aligned).real
+    say(f"Relative error of the magnitude (best scaled), estimated maps and weights: "
+        f"{quality(aligned, truth)[0]:.3f}")  # fmt: skip
+    return aligned
+
+
+def simulate(args: argparse.Namespace, say: Say) -> tuple[np.ndarray, np.ndarray, np.ndarray, Scan]:
+    """The phantom, coil maps, trajectory and the scan: exact-DFT k-space `(C, S, R)` with
+    correlated coil noise, and a noise scan."""
     n, rng = args.size, np.random.default_rng(args.seed)
     truth = phantom(n).astype(np.complex64)
     maps = coil_maps(n, args.coils)
@@ -434,10 +396,13 @@ def simulate(
     start = time.perf_counter()
     kspace = exact_kspace(truth, maps, locs)
     sigma = args.noise * np.sqrt(np.mean(np.abs(kspace) ** 2))
-    noise = rng.standard_normal((2, *kspace.shape)).astype(np.float32)
-    kspace = kspace + (sigma / np.sqrt(2) * (noise[0] + 1j * noise[1])).astype(np.complex64)
+    noise = coil_noise(rng, args.coils, kspace[0].size + NOISE_SAMPLES, float(sigma))
+    kspace = kspace + noise[:, NOISE_SAMPLES:].reshape(kspace.shape)
     say(f"Simulated k-space by an exact DFT in {time.perf_counter() - start:.1f} s")
-    return truth, maps, locs, kspace
+    return truth, maps, locs, Scan(kspace, noise[:, :NOISE_SAMPLES])
+
+
+NOISE_SAMPLES = 1024  # per coil, in the noise scan
 
 
 # --8<-- [start:recon]

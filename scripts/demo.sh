@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Set up and run the main job: create .venv with `python3` (or reuse it), install jaxlinops
-# (editable, runtime dependencies only) and run `python -m jaxlinops.demo`: CG-SENSE
+# (editable, with the `demo` extra: matplotlib for the figure, tqdm for the progress bars,
+# h5py/ismrmrd/nibabel for the scanner-file path) and run `python -m jaxlinops.demo`: CG-SENSE
 # reconstruction of synthetic radial multi-coil MRI, split by coils across the devices (8
 # simulated ones on a CPU-only machine), with a report and a figure (recon.png in the
 # directory this script is run from, or where `--out` says). Extra arguments go to the
@@ -19,7 +20,7 @@ if [[ $have != "$want" ]]; then
   rm -rf .venv
   python3 -m venv .venv
 fi
-echo "demo.sh: installing jaxlinops (editable)"
-.venv/bin/python -m pip install -q -e .
+echo "demo.sh: installing jaxlinops[demo] (editable)"
+.venv/bin/python -m pip install -q -e ".[demo]"
 cd "$here"
 exec "$root/.venv/bin/python" -m jaxlinops.demo "$@"

@@ -71,6 +71,17 @@ def test_nufft_peers_script_runs():
     assert "| 2D 256x256, 65536 pts, adj | jaxlinops | defaults: os 1.25, w 4 |" in done.stdout
 
 
+def test_espirit_script_runs():
+    """A small size against sigpy: both rows, and maps that agree."""
+    pytest.importorskip("sigpy")
+    command = [sys.executable, str(BENCHMARKS / "bench_espirit.py"), "--size", "32",
+               "--coils", "4", "--repeats", "1"]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    row = re.search(r"^\| jaxlinops \|(?: [\d.]+ \|){3} ([\d.]+) \|", done.stdout, re.M)
+    assert row and float(row[1]) > 0.999 and "| sigpy |" in done.stdout, done.stdout
+
+
 def test_gridding_variants_script_runs():
     command = [sys.executable, str(BENCHMARKS / "bench_gridding_variants.py"), "--quick"]
     done = subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)

@@ -1,15 +1,15 @@
 """The main job `python -m jaxlinops.demo` (the README's first command runs it), at a small
-size: it reconstructs better than the adjoint, writes its figure where `--out` says (with
-matplotlib, or the built-in PNG writer without it), and validates options."""
+size: it reconstructs better than the adjoint, writes its scan as an ISMRMRD file and
+reconstructs it with estimated coil maps and density weights nearly as well as with the
+true ones, writes its figure where `--out` says (or says why not, without matplotlib), and
+validates options."""
 
-import builtins
 import importlib.util
 import os
 import re
 import struct
 import subprocess
 import sys
-import zlib
 from pathlib import Path
 
 import numpy as np
@@ -22,9 +22,11 @@ from jaxlinops import demo
 REPO_ROOT = Path(jaxlinops.__file__).resolve().parent.parent
 # the relative errors of reconstruction and adjoint for SMALL (checked against the
 # phantom in the tests); the two-process run must reproduce them
-SINGLE_PROCESS = (0.267, 0.449)
-SMALL = ["--size", "32", "--coils", "4", "--spokes", "16", "--readouts", "64", "--iters", "10"]
-MATPLOTLIB_SIZE = (1050, 720)  # (width, height) in pixels: the figure's 10.5 × 7.2 in at 100 dpi
+SINGLE_PROCESS = (0.222, 0.371)
+SMALL = ["--size", "32", "--coils", "4", "--spokes", "24", "--readouts", "64", "--iters", "10"]
+# (width, height) in pixels of the figure (100 dpi): 7.2 in high, 3.5 in per column (truth,
+# adjoint, CG-SENSE, and the reconstruction from the scanner file when there is one)
+MATPLOTLIB_SIZE = {3: (1050, 720), 4: (1400, 720)}
 HAVE_MATPLOTLIB = importlib.util.find_spec("matplotlib") is not None
 
 
@@ -40,19 +42,6 @@ def png_header(path: Path) -> tuple[int, int, int]:
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and data[12:16] == b"IHDR"
     width, height, _, colour = struct.unpack(">IIBB", data[16:26])
     return width, height, colour
-
-
-def read_png(path: Path) -> np.ndarray:
-    """Decode the built-in writer's 8-bit grey-scale PNG (filter type 0 on every row)."""
-    data = path.read_bytes()
-    width, height, colour = png_header(path)
-    assert colour == 0
-    idat = data.index(b"IDAT")
-    (length,) = struct.unpack(">I", data[idat - 4 : idat])
-    raw = np.frombuffer(zlib.decompress(data[idat + 4 : idat + 4 + length]), np.uint8)
-    rows = raw.reshape(height, width + 1)
-    assert not rows[:, 0].any()
-    return rows[:, 1:]
 
 
 def test_demo_runs_as_two_processes(tmp_path):
@@ -87,7 +76,8 @@ def test_demo_runs_as_two_processes(tmp_path):
     assert recon < 0.35 and recon < 0.7 * adjoint
     assert np.allclose((recon, adjoint), SINGLE_PROCESS, atol=2e-3)
     assert result.stdout.count("Relative error") == 1  # only process 0 reports
-    assert png_header(png)[:2] == MATPLOTLIB_SIZE or not HAVE_MATPLOTLIB
+    assert png_header(png)[:2] == MATPLOTLIB_SIZE[3] or not HAVE_MATPLOTLIB
+    assert "scanner-file path runs in one process: skipped" in result.stdout
 
 
 def test_demo_in_process_and_option_errors(tmp_path, capsys, monkeypatch):
@@ -98,7 +88,12 @@ def test_demo_in_process_and_option_errors(tmp_path, capsys, monkeypatch):
     out = capsys.readouterr().out
     assert "Devices: 2 × cpu; mesh {'C': 2}" in out
     assert np.allclose(errors(out), SINGLE_PROCESS, atol=2e-3)
-    assert png_header(tmp_path / "recon.png")[:2] == MATPLOTLIB_SIZE or not HAVE_MATPLOTLIB
+    assert png_header(tmp_path / "recon.png")[:2] == MATPLOTLIB_SIZE[4] or not HAVE_MATPLOTLIB
+    # the scanner-file path: the scan in an ISMRMRD file, reconstructed from it with
+    # estimated maps and weights to the true maps' error, give or take
+    assert (tmp_path / "scan.h5").is_file()
+    match = re.search(r"estimated maps and weights: ([\d.]+)", out)
+    assert match and float(match[1]) < SINGLE_PROCESS[0] * 1.25, out
     assert f"to {tmp_path / 'recon.png'}" in out
     assert demo.output_path(Path("new/dir")) == Path("new/dir/recon.png")
     assert (tmp_path / "new" / "dir").is_dir()
@@ -152,7 +147,9 @@ def small_images() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 def small_figure() -> demo.Figure:
-    return demo.figure(*small_images(), np.array([2.0, 1.0, 0.1, np.nan]), "a two-line\ntitle")
+    truth, adjoint, recon = small_images()
+    images = {"adjoint, best scaled": adjoint, "CG-SENSE": recon}
+    return demo.figure(truth, images, np.array([2.0, 1.0, 0.1, np.nan]), "a two-line\ntitle")
 
 
 def test_figure_shares_one_scale_for_images_and_one_for_errors():
@@ -173,57 +170,25 @@ def test_figure_shares_one_scale_for_images_and_one_for_errors():
         psnr = 10 * np.log10(np.max(np.abs(truth)) ** 2 / rmse**2)
         assert f"rel. error {relative:.3f}\nPSNR {psnr:.1f} dB" in panel.title
     assert fig.panels[1].title.startswith("adjoint") and "CG-SENSE" in fig.panels[2].title
+    assert fig.panels[3].title == "|adjoint - truth|"
 
 
-def test_builtin_writer_without_matplotlib(tmp_path, monkeypatch):
-    """With matplotlib not importable, `save_figure` writes a grey-scale PNG: each panel
-    with its label lines above it, and a grey-ramp colour bar after each kind's panels."""
-    real_import = builtins.__import__
-
-    def no_matplotlib(name, *args, **kwargs):
-        if name.split(".")[0] == "matplotlib":
-            raise ImportError(f"No module named {name!r}")
-        return real_import(name, *args, **kwargs)
-
-    monkeypatch.setattr(builtins, "__import__", no_matplotlib)
-    fig = small_figure()
-    assert demo.save_figure(fig, tmp_path / "f.png") == "built-in PNG writer"
-    image = read_png(tmp_path / "f.png")
-    # 16-pixel images drawn 8× (128 pixels), 3 label lines of 14 pixels over them, the
-    # 2-line title, a footer line under the colour bars, 8-pixel margins
-    line = 14
-    assert image.shape[0] == 8 + 2 * line + 8 + 3 * line + 128 + line + 8
-    assert image.shape[1] > 5 * 128 + 2 * 8  # five panels and two colour bars
-    assert image.min() == 0 and image.max() == 255
-    np.testing.assert_array_equal(demo.render(fig), image)
+def test_no_figure_without_matplotlib(tmp_path, monkeypatch):
+    """With matplotlib not importable, `save_figure` draws nothing and says so in a line
+    naming the extra that installs it."""
+    monkeypatch.setitem(sys.modules, "matplotlib.figure", None)  # import raises ImportError
+    said = []
+    assert not demo.save_figure(small_figure(), tmp_path / "f.png", said.append)
+    assert said == ["No figure: matplotlib is not installed (pip install 'jaxlinops[demo]')."]
+    assert not (tmp_path / "f.png").exists()
 
 
-def test_builtin_font():
-    """Glyphs against their drawings; unknown characters are refused."""
-    one = ["010", "110", "010", "010", "111"]
-    want = np.array([[c == "1" for c in row + "0"] for row in one])
-    np.testing.assert_array_equal(demo.text_bitmap("1"), np.kron(want, np.ones((2, 2), bool)))
-    assert demo.text_bitmap("a").tolist() == demo.text_bitmap("A").tolist()
-    assert demo.text_bitmap("ab c").shape == (10, 32)
-    for panel in small_figure().panels:  # every label the demo draws has its glyphs
-        for line in panel.title.split("\n"):
-            demo.text_bitmap(line)
-    with pytest.raises(
-        ValueError, match=r"`text_bitmap`: the built-in font has no glyph for \['²'\]"
-    ):
-        demo.text_bitmap("N²")
-
-
-def test_builtin_writer_draws_each_kind_on_its_shared_range():
-    """Constant panels: their grey levels follow the shared ranges (not each panel's own
-    maximum), values above a range are clipped to white; text is pure black or white."""
-    values = [(0.5, "image"), (1.0, "image"), (2.0, "image"), (0.1, "error"), (0.8, "error")]
-    panels = [demo.Panel(f"p{i}", np.full((16, 16), v), kind) for i, (v, kind) in enumerate(values)]
-    fig = demo.Figure("t", tuple(panels), {"image": 2.0, "error": 0.4}, np.ones(3))
-    levels, counts = np.unique(demo.render(fig), return_counts=True)
-    count = dict(zip(levels.tolist(), counts.tolist(), strict=True))
-    panel = 128 * 128  # 16 pixels drawn 8× each way
-    # 0.5 / 2 and 0.1 / 0.4 of 255 round to 64; 1 / 2 to 128 (the colour bars hold a few)
-    assert panel * 2 <= count[64] < panel * 2 + 100
-    assert panel <= count[128] < panel + 100
-    assert count[255] > 2 * panel  # 2.0 / 2.0 and the clipped 0.8 / 0.4, and the background
+def test_coil_noise_has_the_documented_covariance():
+    r"""The covariance of many samples against the formula: $\sigma^2 (R + 0.1 I) / 1.1$, $R$
+    one on the diagonal and 0.3 between neighbouring coils (tolerance: about 4 standard
+    errors, $\sigma^2 / \sqrt{N}$ each)."""
+    noise = demo.coil_noise(np.random.default_rng(0), 4, 200_000, 2.0)
+    covariance = noise @ noise.conj().T / noise.shape[1]
+    offsets = np.abs(np.subtract.outer(np.arange(4), np.arange(4)))
+    want = 4.0 * (np.where(offsets == 0, 1.1, np.where(offsets == 1, 0.3, 0.0))) / 1.1
+    np.testing.assert_allclose(covariance, want, atol=0.04)

@@ -31,6 +31,7 @@ LAYERS = [
     ("core: base class and algebra", ["jaxlinops._core"]),
     ("operators", ["jaxlinops.linops"]),
     ("sharding and solvers", ["jaxlinops.sharding", "jaxlinops.alg"]),
+    ("MRI estimation and raw data", ["jaxlinops.mri", "jaxlinops.io"]),
     # torchlinops' module paths that re-export across layers (`linops.split` holds
     # `BatchSpec` and `create_batched_linop`) are aliases at the package level
     ("package and applications", ["jaxlinops", "jaxlinops.linops.split"]),
