@@ -61,7 +61,7 @@ info = f"jaxlinops-{version}.dist-info"
 names = set(zipfile.ZipFile(wheel).namelist())
 compare(wheel.name, {n for n in names if not n.startswith(info + "/")}, sources)
 licenses = {str(p) for p in pathlib.Path().glob("LICENSE*")}
-meta = {f"{info}/{n}" for n in ("METADATA", "WHEEL", "RECORD")}
+meta = {f"{info}/{n}" for n in ("METADATA", "WHEEL", "RECORD", "entry_points.txt")}
 compare(f"{wheel.name} {info}", {n for n in names if n.startswith(info + "/")},
         meta | {f"{info}/licenses/{n}" for n in licenses})
 root = f"jaxlinops-{version}/"

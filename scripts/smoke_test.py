@@ -5,8 +5,9 @@ keeps the script's directory, the current directory and PYTHONPATH off `sys.path
 imports below must come from the installed wheel, which the first check confirms.
 
 Checks, each against an independent reference computed here with numpy:
-1. the install: `jaxlinops` and `interop` import from site-packages, and
-   `jaxlinops.__version__` equals the installed metadata's version;
+1. the install: `jaxlinops` and `interop` import from site-packages,
+   `jaxlinops.__version__` equals the installed metadata's version, and the console script
+   `jaxlinops-recon` runs (`--help`: the runtime dependencies suffice to start it);
 2. a NUFFT, forward and adjoint, against the exact non-uniform DFT;
 3. a split: `create_batched_linop` running coil tiles on 2 (simulated) CPU devices;
 4. the PyTorch bridge: `interop.torch_linop` applied to a torch tensor, with a gradient.
@@ -20,6 +21,7 @@ os.environ["XLA_FLAGS"] = (
 ).strip()
 
 import importlib.metadata
+import subprocess
 import sysconfig
 from pathlib import Path
 
@@ -64,6 +66,12 @@ def check_install() -> None:
             f"metadata says {installed}"
         )
     print(f"smoke test: jaxlinops {installed} from {site}; jax {jax.__version__}")
+    # the console script the wheel declares, next to this interpreter
+    script = Path(sysconfig.get_paths()["scripts"]) / "jaxlinops-recon"
+    usage = subprocess.run([script, "--help"], capture_output=True, text=True, check=False)
+    if usage.returncode != 0 or "usage: jaxlinops-recon" not in usage.stdout:
+        raise SystemExit(f"smoke test: {script} --help failed: {usage.stderr[-2000:]}")
+    print(f"smoke test: {script.name} --help runs")
 
 
 def check_nufft() -> None:

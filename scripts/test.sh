@@ -157,13 +157,13 @@ py312_core() {
   # the newest jax, and the contract differentiates every operator), the accuracy studies of
   # the gridding operators and the grid-split variants (pencils, points, coils, blocks, the
   # split Toeplitz kernel, per-frame), the trajectory gradients, construction inside jit,
-  # the docs, notebooks, demo, tour and benchmark scripts, the GPU check's dry run, the
-  # property fuzz, the planner's choices and the two-process test.
+  # the docs, notebooks, demo, reconstruction command, tour and benchmark scripts, the GPU
+  # check's dry run, the property fuzz, the planner's choices and the two-process test.
   local skip="test_batched_along_every_dim or test_split_matches_a_block_of_the_operator"
   skip+=" or test_grad_wrt_operator_arrays"
   skip+=" or (test_operator_contract and (float32 or float64 or complex64))"
   local ignored=() name
-  for name in toeplitz nufft interp conv docs demo tour benchmarks notebooks gpu_check \
+  for name in toeplitz nufft interp conv docs demo recon tour benchmarks notebooks gpu_check \
     properties planner planner_grid multihost trajectory_grad construct_in_jit grid_coils \
     grid_pencils grid_points grid_kernel grid_blocks per_frame nufft_accuracy; do
     ignored+=("--ignore=tests/test_$name.py")

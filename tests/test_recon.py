@@ -5,6 +5,7 @@ the operators, with the same prewhitening and iterations), for a radial ISMRMRD 
 correlated coil noise and an undersampled Cartesian fastMRI-style file; it writes what
 it says, and refuses what it cannot do with a clear message."""
 
+import importlib.util
 import os
 import re
 import subprocess
@@ -23,6 +24,7 @@ pytest.importorskip("h5py")
 pytest.importorskip("ismrmrd")
 
 ROOT = Path(__file__).resolve().parents[1]
+HAVE_MATPLOTLIB = importlib.util.find_spec("matplotlib") is not None
 N, COILS, SPOKES, READOUTS, ITERS = 32, 4, 24, 64, 10
 NOISE = 1024  # noise-scan samples per coil
 
@@ -87,7 +89,10 @@ def test_command_reconstructs_a_radial_ismrmrd_scan(tmp_path, capsys):
         assert re.search(rf"^  {re.escape(step)} +\d+\.\d\d s$", said, re.M), (step, said)
     assert "whitened 4 coils with 1024 noise samples each" in said
     assert re.search(r"split of A\^H A: chosen: .*2 devices", said), said
-    assert (tmp_path / "out" / "recon.png").stat().st_size > 1000
+    if HAVE_MATPLOTLIB:
+        assert (tmp_path / "out" / "recon.png").stat().st_size > 1000
+    else:  # one line says why there is none
+        assert "no PNG: matplotlib is not installed" in said
     nifti = nibabel.load(str(out))
     image = np.asarray(nifti.dataobj)
     assert image.shape == (N, N, 1) and image.dtype == np.complex64
@@ -209,4 +214,4 @@ def test_the_docs_page_command_runs_as_printed(tmp_path):
     done = subprocess.run(command[1].split(), **run)
     assert done.returncode == 0, done.stderr
     assert "Done in" in done.stdout and (tmp_path / "recon.nii.gz").is_file()
-    assert (tmp_path / "recon.png").is_file()
+    assert (tmp_path / "recon.png").is_file() or not HAVE_MATPLOTLIB
