@@ -157,6 +157,14 @@ REFUSED_SPLITS = {
     "blocks_to_array": "Bx By P Nx Ny",
     "blocks_to_array_torch_order": "Bx By Px Py X Y",
     "conv_adjoint": "Nx1 Ny1 Nx Ny",
+    # jl.split refuses a differenced dim (a stencil: create_batched_linop splits it with a
+    # halo) and the stacked output dim
+    "finite_difference_adjoint": "G Nx Ny",
+    "finite_difference_fft_normal": "G Ny",
+    "finite_difference_neumann_3d": "D X Y Z",
+    "finite_difference_normal_zero": "Nx Ny",
+    "finite_difference_periodic_2d": "G Nx Ny",
+    "finite_difference_zero_1d": "G N",
     "conv_circular_2d_real_kernel": "Nx Ny Nx1 Ny1",
     "conv_normal_conv_operator": "Nx Nx2",
     "conv_normal_fft_operator": "Nx Ny Nx2 Ny2",
@@ -208,6 +216,12 @@ REFUSED_SPLITS = {
     "sumreduce_N_no_lengths": "B B1",
     "truncate": "N M",
     "truncate_normal": "N N1 M",
+    # a wavelet transform is global along the dims it transforms (not shift invariant)
+    "wavelet_db2_2d": "Nx Ny",
+    "wavelet_db4_default_level": "Nx",
+    "wavelet_haar_1d": "N",
+    "wavelet_inverse": "Nx Ny",
+    "wavelet_sym3_3d": "X Z",
 }
 # Operators with no dim to split along: opaque functions, and a pure renaming of every dim.
 # (a grid-split operator refuses every split: it is split across its devices already)

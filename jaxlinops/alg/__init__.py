@@ -20,8 +20,11 @@ Hellmann–Feynman.
 
 from . import pcg as pcg, poly as poly, powermethod as powermethod, svd as svd
 from ._adjoint import ImplicitAdjoint as ImplicitAdjoint, UnrolledAdjoint as UnrolledAdjoint
+from ._admm import ADMMResult as ADMMResult, admm as admm
 from ._cg import CGResult as CGResult, conjugate_gradients as conjugate_gradients
+from ._fista import FISTAResult as FISTAResult, fista as fista
 from ._lineax import to_lineax as to_lineax
+from ._pdhg import PDHGResult as PDHGResult, pdhg as pdhg
 from ._poly import (
     polynomial_coefficients as polynomial_coefficients,
     polynomial_preconditioner as polynomial_preconditioner,
@@ -32,8 +35,27 @@ from ._power import (
     power_method as power_method,
     singular_value_decomposition as singular_value_decomposition,
 )
+from ._prox import L1 as L1, Box as Box, L2Ball as L2Ball, NonNegative as NonNegative, NoOp as NoOp
+from ._prox_base import AbstractProx as AbstractProx
+from ._prox_combine import Scaled as Scaled, SeparableSum as SeparableSum
+from ._prox_llr import NuclearNormBlocks as NuclearNormBlocks
 
 __all__ = [
+    "ADMMResult",
+    "AbstractProx",
+    "Box",
+    "FISTAResult",
+    "L1",
+    "L2Ball",
+    "NonNegative",
+    "NuclearNormBlocks",
+    "PDHGResult",
+    "Scaled",
+    "SeparableSum",
+    "NoOp",
+    "admm",
+    "fista",
+    "pdhg",
     "CGResult",
     "ImplicitAdjoint",
     "UnrolledAdjoint",

@@ -26,6 +26,7 @@ from ._device import DeviceSpec as DeviceSpec, ToDevice as ToDevice
 from ._einops import Rearrange as Rearrange, Repeat as Repeat, SumReduce as SumReduce
 from ._fft import FFT as FFT
 from ._fft_conv import FFTConvolution as FFTConvolution
+from ._finite_difference import FiniteDifference as FiniteDifference
 from ._interp import Interpolate as Interpolate
 from ._nufft import NUFFT as NUFFT
 from ._nufft_utils import (
@@ -45,6 +46,7 @@ from ._sampling_nufft import FastSamplingNUFFT as FastSamplingNUFFT, SamplingNUF
 from ._simple import SimpleLinop as SimpleLinop
 from ._stack import Stack as Stack
 from ._truncate import PadDim as PadDim, Truncate as Truncate
+from ._wavelet import Wavelet as Wavelet
 
 _FROM_SPLIT = ("BatchSpec", "ResolvedBatchSpec", "create_batched_linop")
 

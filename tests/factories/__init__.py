@@ -6,8 +6,10 @@ from . import (
     conv_simple,  # noqa: F401
     core,  # noqa: F401
     fft_pad,  # noqa: F401
+    finite_difference,  # noqa: F401
     interp,  # noqa: F401
     nufft,  # noqa: F401
     sampling_einops,  # noqa: F401
     sharding,  # noqa: F401
+    wavelet,  # noqa: F401
 )
