@@ -1,7 +1,7 @@
 r"""`AbstractProx`: a closed convex function $g$ that the proximal solvers (FISTA, ADMM,
 PDHG) use through its proximal operator.
 
-$$\mathrm{prox}_{t g}(v) = \arg\min_z\; g(z) + \tfrac{1}{2t} \|z - v\|^2 ,$$
+$$\mathrm{prox}_{t g}(v) = \mathrm{argmin}_z\; g(z) + \tfrac{1}{2t} \|z - v\|^2 ,$$
 
 with $\|\cdot\|$ the Euclidean norm over every entry (real and imaginary parts of complex
 entries alike). A prox is an equinox Module: its arrays (weights, bounds) are leaves, so a

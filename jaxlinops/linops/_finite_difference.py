@@ -68,7 +68,7 @@ class FiniteDifference(AbstractDifference):
     same up to a circular shift by one entry along each dim, with the same normal.
 
     The normal $D^H D = \sum_g D_g^H D_g$ is a (negative) Laplacian,
-    [`FiniteDifferenceNormal`][]: a 3-point stencil per dim, periodic or tridiagonal;
+    `FiniteDifferenceNormal`: a 3-point stencil per dim, periodic or tridiagonal;
     periodic, it is also $\mathcal{F}^{-1} \operatorname{diag}(\lambda) \mathcal{F}$ with
     $\lambda = \sum_g |1 - e^{-2\pi i k_g / N_g}|^2$ (`normal_mode="fft"`, and
     `D.N.eigenvalues(shape)` for solves in the Fourier domain).
@@ -159,7 +159,7 @@ class FiniteDifference(AbstractDifference):
 
 
 class FiniteDifferenceNormal(AbstractDifference, SameDims):
-    r"""$D^H D = \sum_g D_g^H D_g$ of a [`FiniteDifference`][] $D$, a (negative)
+    r"""$D^H D = \sum_g D_g^H D_g$ of a `FiniteDifference` $D$, a (negative)
     Laplacian: $2x[n] - x[n - e_g] - x[n + e_g]$ summed over the differenced dims $g$,
     periodic or with the boundary rows of `second_difference`.
 
