@@ -630,3 +630,15 @@ def test_solvers_agree_with_torchlinops():
     np.testing.assert_allclose(S, tS.numpy(), rtol=1e-8)
     U, S, Vh = map(np.asarray, (U, S, Vh))
     np.testing.assert_allclose((U * S) @ Vh, (tU.numpy() * tS.numpy()) @ tVh.numpy(), atol=1e-8)
+
+
+def test_real_data_with_a_complex_operator_under_strict_promotion():
+    """The tests run with strict dtype promotion: float32 data and a complex64 operator
+    still solve (in complex64), against numpy."""
+    W = np.asarray(rand(SEED + 40, (5, 5), np.complex64)) + 4 * np.eye(5, dtype=np.complex64)
+    A = jl.Dense(W, "M N", "N", "M")
+    y = np.arange(1, 6, dtype=np.float32)
+    x = alg.conjugate_gradients(A.N, y, max_num_iters=20)
+    assert x.dtype == np.complex64
+    want = np.linalg.solve(W.conj().T @ W, y.astype(np.complex128))
+    np.testing.assert_allclose(np.asarray(x), want, rtol=1e-4, atol=1e-5)

@@ -29,7 +29,11 @@ def check_operator(A: object, name: str, role: str = "A") -> None:
 
 
 def result_dtype(name: str, *dtypes: DTypeLike) -> np.dtype:
-    dtype = jnp.result_type(*dtypes)
+    """The dtype a solver works in: JAX's standard promotion of `dtypes`, also where the
+    caller asks for strict promotion (real data and a complex operator mix on purpose:
+    the solver casts its vectors to the result explicitly)."""
+    with jax.numpy_dtype_promotion("standard"):
+        dtype = jnp.result_type(*dtypes)
     if not jnp.issubdtype(dtype, jnp.inexact):
         raise TypeError(f"`{name}` works in floating point; got dtype {dtype}.")
     return dtype

@@ -216,8 +216,7 @@ def _layout(
         raise ValueError(
             f"`{_NAME}`: `A` maps x of shape {x.shape} to {got}, but y has shape {y.shape}."
         )
-    with jax.numpy_dtype_promotion("standard"):  # real data and a complex A mix on purpose
-        dtype = result_dtype(_NAME, y.dtype, x.dtype, out.dtype)
+    dtype = result_dtype(_NAME, y.dtype, x.dtype, out.dtype)
     x_axes, y_axes = _batch_axes(A, len(x.shape), y.ndim, batch_dims)
     for a, b in zip(x_axes, y_axes):
         if x.shape[a] != y.shape[b]:

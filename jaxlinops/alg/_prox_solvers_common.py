@@ -103,8 +103,7 @@ def setup(
         raise ValueError(f"`{name}`: `A` maps x {x.shape} to {Ax.shape}, not to y {y.shape}.")
     Gx = _shape_of(G, x, name, "x", f"the input of `G` ({fmt(G.ishape)})")
     GHz = _shape_of(G.H, Gx, name, "G x", f"the output of `G` ({fmt(G.oshape)})")
-    with jax.numpy_dtype_promotion("standard"):  # (real data, complex operator: complex)
-        dtype = result_dtype(name, *dtypes, Ax.dtype, Gx.dtype, GHz.dtype)
+    dtype = result_dtype(name, *dtypes, Ax.dtype, Gx.dtype, GHz.dtype)
     spaces = _spaces(A, G, (len(x.shape), y.ndim, len(Gx.shape)), batch_dims, name)
     return Problem(y.astype(dtype), None if x0 is None else jnp.asarray(x0).astype(dtype), spaces)
 
