@@ -151,3 +151,27 @@ def test_scaling_script_runs_with_grid_rows_and_the_methods_bytes(tmp_path):
         assert re.search(rf"^\| {direction} \| pencil \| 8 \| (refused|\d)", done.stdout, re.M)
     for scaling in ("strong", "weak"):  # pencils: two grid dims on a 2 x 4 mesh
         assert "refused" not in cg[f"{scaling}/pencil/8"]
+
+
+def test_cs_script_runs_objectives_agree_and_sharded_memory():
+    """`bench_cs.py --quick` (32², 8 coils, 20 iterations): both rows against sigpy with
+    the same objective (the same steps, so the same iterates up to rounding); `--quick
+    --memory`: the coil-sharded PDHG on 8 devices within the issue's 0.3 of one device's
+    memory, with the one-device solution."""
+    pytest.importorskip("sigpy")
+    script = [sys.executable, str(BENCHMARKS / "bench_cs.py"), "--quick"]
+    done = subprocess.run(script, capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    numbers = r" ([\d.e+-]+) \| ([\d.e+-]+) \| ([\d.e+-]+) \|$"  # objectives, rel. diff
+    for label in ("ℓ1-wavelet (FISTA)", "TV (PDHG)"):
+        head = rf"^\| {re.escape(label)} \| 32² × 8 \| 20 \|(?: [\d.]+ \|){{4}}"
+        row = re.search(head + numbers, done.stdout, re.M)
+        assert row, done.stdout
+        theirs, ours, diff = (float(v) for v in row.groups())
+        assert ours > 0 and abs(ours - theirs) <= 1e-5 * theirs and diff <= 1e-5
+    command = [*script, "--memory"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    row = re.search(r"^\| 8 devices, C/1 \|(?: [\d.]+ \|){4} ([\d.]+) \| ([\d.e+-]+) \|$",
+                    done.stdout, re.M)  # fmt: skip
+    assert row and float(row[1]) <= 0.3 and float(row[2]) < 1e-5, done.stdout

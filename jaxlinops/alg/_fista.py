@@ -182,8 +182,9 @@ def fista(
         step = _default_step(A, problem)
     else:
         step = _check_step(step, problem)
-    result = _run(A, prox, y.astype(problem.dtype), x0, step, problem, tracker)
-    return result if as_flag(return_info, _NAME, "return_info") else result.x
+    record = as_flag(return_info, _NAME, "return_info")
+    result = _run(A, prox, y.astype(problem.dtype), x0, step, problem, tracker, record)
+    return result if record else result.x
 
 
 def _check_prox(prox: object) -> AbstractProx:
@@ -303,7 +304,12 @@ def _objective(Ax, y, x, prox, problem: _Problem) -> jax.Array:
 
 
 @eqx.filter_jit
-def _run(A, prox, y, x0, step, problem: _Problem, tracker: Tracker | None) -> FISTAResult:
+def _run(
+    A, prox, y, x0, step, problem: _Problem, tracker: Tracker | None, record: bool
+) -> FISTAResult:
+    """The iterations; the objective (an extra $g(x)$ per iteration: a transform for
+    `L1(transform=...)`) only when it is returned (`record`) or shown (`tracker`), else
+    zeros."""
     x = jnp.zeros(problem.x_shape, problem.dtype) if x0 is None else x0.astype(problem.dtype)
     forward, adjoint = _operators(A, x)
     Ax = jnp.zeros_like(y) if x0 is None else forward(x)
@@ -316,7 +322,10 @@ def _run(A, prox, y, x0, step, problem: _Problem, tracker: Tracker | None) -> FI
         z, Az = s.x + b * (s.x - s.x_old), s.Ax + b * (s.Ax - s.Ax_old)
         new = batched_prox(prox, z - tau * adjoint(Az - y), step, problem.x_axes)
         Anew = forward(new)
-        objective = _objective(Anew, y, new, prox, problem)
+        if record or tracker is not None:
+            objective = _objective(Anew, y, new, prox, problem)
+        else:
+            objective = jnp.zeros(_batch_shape(problem), jnp.finfo(problem.dtype).dtype)
         if tracker is not None:
             tracker.step(site, s.k + 1, objective=jnp.max(objective))
         return _FISTAState(s.k + 1, new, Anew, s.x, s.Ax), objective
