@@ -158,14 +158,17 @@ py312_core() {
   # the gridding operators and the grid-split variants (pencils, points, coils, blocks, the
   # split Toeplitz kernel, per-frame), the trajectory gradients, construction inside jit,
   # the docs, notebooks, demo, reconstruction command, tour and benchmark scripts, the GPU
-  # check's dry run, the property fuzz, the planner's choices and the two-process test.
+  # check's dry run, the property fuzz, the planner's choices, the two-process test, and
+  # the studies of the estimators and regularised solvers against their references
+  # (ESPIRiT and Pipe-Menon against sigpy, FISTA/ADMM/PDHG against numpy and sigpy).
   local skip="test_batched_along_every_dim or test_split_matches_a_block_of_the_operator"
   skip+=" or test_grad_wrt_operator_arrays"
   skip+=" or (test_operator_contract and (float32 or float64 or complex64))"
   local ignored=() name
   for name in toeplitz nufft interp conv docs demo recon tour benchmarks notebooks gpu_check \
     properties planner planner_grid multihost trajectory_grad construct_in_jit grid_coils \
-    grid_pencils grid_points grid_kernel grid_blocks per_frame nufft_accuracy; do
+    grid_pencils grid_points grid_kernel grid_blocks per_frame nufft_accuracy coil_maps dcf \
+    fista admm_pdhg cs_reference; do
     ignored+=("--ignore=tests/test_$name.py")
   done
   run_pytest "$py" -k "not ($skip)" "${ignored[@]}" "$@"
