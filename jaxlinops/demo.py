@@ -11,17 +11,25 @@
 4. $A^H A$ split by coils across the devices (`jl.create_batched_linop`; on a CPU-only
    machine it simulates `--devices` devices, 8 by default) and CG on
    $A^H A x = A^H \\sqrt{w} y$;
-5. the scanner-file path (skip it with `--no-scan`): the scan written as an ISMRMRD file,
+5. with `--reg l1-wavelet`, `tv` or `llr` (default `none`), the regularised reconstruction
+   $\\min_x \\tfrac12 \\|A x - \\sqrt{w} y\\|^2 + g(x)$ of the same data with $A$ split by
+   coils across the same devices: ℓ1-wavelet by FISTA, total variation by ADMM (its
+   $x$-update by CG on the same Toeplitz normal plus $D^H D$), locally low rank (8 × 8
+   blocks of the image as matrices: there is no frame dim) by FISTA, with $\\lambda$ a
+   fraction (`--lamda`) of the largest magnitude of $A^H \\sqrt{w} y$ in the regulariser's
+   domain; `jaxlinops._demo_cs` says why each solver and how $\\lambda$ was chosen;
+6. the scanner-file path (skip it with `--no-scan`): the scan written as an ISMRMRD file,
    `scan.h5` next to the figure, and reconstructed from it as `jaxlinops-recon` does, with
    the noise prewhitened and the coil maps (ESPIRiT) and density weights (Pipe–Menon)
    estimated from the data (`jl.io`, `jl.mri`, `jl.recon`);
-6. a report (problem, devices and mesh, compile and solve times, relative errors of the
+7. a report (problem, devices and mesh, compile and solve times, relative errors of the
    reconstructions and of the best-scaled adjoint against the phantom) and a figure,
    `recon.png` in the directory `--out` names (or the `.png` file it names), drawn with
    matplotlib (the `demo` extra, which `scripts/demo.sh` installs): labelled panels of the
    truth, the adjoint and the reconstructions on one grey scale, their errors on one error
    scale 5 times finer, colour bars, the errors and PSNR in the titles, the timings in the
-   figure's title and CG's residual history.
+   figure's title and CG's residual history (with a regulariser, also the objective history
+   of its solver).
 """
 
 from __future__ import annotations
@@ -41,6 +49,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import jaxlinops as jl
+from jaxlinops import _demo_cs as cs
 from jaxlinops._arrays import Device
 
 # importing jax does not start its backends: `select_devices` can still set the number of
@@ -140,12 +149,14 @@ class Panel(NamedTuple):
 
 class Figure(NamedTuple):
     """What the demo draws: a title, the panels, the top of each colour scale (`ranges`,
-    from 0, by kind) and CG's relative residual per iteration."""
+    from 0, by kind), CG's relative residual per iteration and, with a regulariser, its
+    solver's name and relative objective $F(x_k) / F(x_0)$ per iteration."""
 
     title: str
     panels: tuple[Panel, ...]
     ranges: dict[str, float]
     residuals: np.ndarray
+    objective: tuple[str, np.ndarray] | None = None
 
 
 def quality(image: np.ndarray, truth: np.ndarray) -> tuple[float, float]:
@@ -169,9 +180,11 @@ def figure(
     images: dict[str, np.ndarray],
     residuals: np.ndarray,
     title: str,
+    objective: tuple[str, np.ndarray] | None = None,
 ) -> Figure:
     """The panels: the truth, then each of `images` (by name: the adjoint, CG-SENSE, ...)
-    with its error and PSNR, and the error map of each."""
+    with its error and PSNR, and the error map of each; `objective`: a regularised solve's
+    (name, $F(x_k)$), drawn relative to $F(x_0)$."""
     panels = [Panel("truth (phantom)", np.abs(truth), "image")]
     for name, image in images.items():
         relative, psnr = quality(image, truth)
@@ -180,7 +193,11 @@ def figure(
     for name, image in images.items():
         panels.append(Panel(f"|{name.split(',')[0]} - truth|", np.abs(image - truth), "error"))
     norms = np.asarray(residuals, np.float64)
-    return Figure(title, tuple(panels), display_ranges([truth, *images.values()]), norms / norms[0])
+    if objective is not None:
+        values = np.asarray(objective[1], np.float64)
+        objective = (objective[0], values / values[0])
+    ranges = display_ranges([truth, *images.values()])
+    return Figure(title, tuple(panels), ranges, norms / norms[0], objective)
 
 
 def save_figure(fig: Figure, path: Path, say: Say) -> bool:
@@ -209,9 +226,15 @@ def save_figure(fig: Figure, path: Path, say: Say) -> bool:
             ax.set_axis_off()
         canvas.colorbar(shown, ax=row, label=label, extend=extend, shrink=0.9)
     plot = axes[1, 0]
-    plot.semilogy(fig.residuals, ".-")
+    plot.semilogy(fig.residuals, ".-", label="CG: $\\|b - A^H A x_k\\| / \\|b\\|$")
     plot.set_xlabel("CG iteration $k$")
     plot.set_title("relative residual\n$\\|b - A^H A x_k\\| / \\|b\\|$", fontsize=10)
+    if fig.objective is not None:
+        name, values = fig.objective
+        plot.semilogy(values, "-", label=f"{name}: $F(x_k) / F(x_0)$")
+        plot.set_xlabel("iteration $k$")
+        plot.set_title("CG's residual, the regularised\nsolver's objective", fontsize=10)
+        plot.legend(fontsize=8)
     plot.grid(True, which="both", alpha=0.3)
     canvas.savefig(path, dpi=100)
     return True
@@ -251,6 +274,14 @@ def parse_args(argv: list[str]) -> tuple[argparse.ArgumentParser, argparse.Names
     add("--no-scan", dest="scan", action="store_false", help="skip the scanner-file path "
         "(write scan.h5 next to the figure and reconstruct it with estimated coil maps and "
         "density weights, as jaxlinops-recon does)")  # fmt: skip
+    add("--reg", choices=["none", *cs.LAMDA], default="none", help="also solve the regularised "
+        "problem with this prior: l1-wavelet (FISTA), tv (ADMM) or llr (FISTA)")  # fmt: skip
+    add("--reg-iters", type=int, help="iterations of the regularised solve (None: "
+        + ", ".join(f"{n} for {r}" for r, n in cs.ITERS.items())
+        + f"; ADMM's each with {cs.ADMM_CG_ITERS} CG iterations)")  # fmt: skip
+    add("--lamda", type=float, help="the regularisation weight λ as a fraction of the largest "
+        "magnitude of A^H y in the regulariser's domain (None: "
+        + ", ".join(f"{f:g} for {r}" for r, f in cs.LAMDA.items()) + ")")  # fmt: skip
     add("--process-id", type=int, help=argparse.SUPPRESS)  # set by the launcher
     add("--coordinator", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -259,6 +290,7 @@ def parse_args(argv: list[str]) -> tuple[argparse.ArgumentParser, argparse.Names
             parser.error(f"--{name} must be at least 1; got {getattr(args, name)}.")
     if args.size < 8 or args.size % 2:
         parser.error(f"--size must be an even number >= 8; got {args.size}.")
+    check_regulariser(parser, args)
     if args.devices is not None and args.devices < 1:
         parser.error(f"--devices must be at least 1; got {args.devices}.")
     if (args.devices or 8) % args.processes:
@@ -266,6 +298,25 @@ def parse_args(argv: list[str]) -> tuple[argparse.ArgumentParser, argparse.Names
             f"--devices {args.devices or 8} cannot be divided among {args.processes} processes."
         )
     return parser, args
+
+
+def check_regulariser(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """`--reg-iters` and `--lamda` need `--reg`, and are positive; `--reg llr` tiles the
+    image with its blocks."""
+    options = [f"--{name.replace('_', '-')}" for name in ("reg_iters", "lamda")
+               if getattr(args, name) is not None]  # fmt: skip
+    if args.reg == "none" and options:
+        verb = "need" if len(options) > 1 else "needs"
+        parser.error(f"{' and '.join(options)} {verb} --reg (l1-wavelet, tv or llr).")
+    if args.reg_iters is not None and args.reg_iters < 1:
+        parser.error(f"--reg-iters must be at least 1; got {args.reg_iters}.")
+    if args.lamda is not None and not args.lamda > 0:
+        parser.error(f"--lamda must be > 0; got {args.lamda}.")
+    if args.reg == "llr" and args.size % cs.BLOCK:
+        parser.error(
+            f"--reg llr needs --size a multiple of {cs.BLOCK} (its {cs.BLOCK} × {cs.BLOCK} "
+            f"blocks tile the image); got {args.size}."
+        )
 
 
 def launch(argv: list[str], processes: int) -> int:
@@ -323,10 +374,13 @@ def main(argv: list[str] | None = None) -> int:
     error, adjoint_error = quality(rec.image, truth)[0], quality(adjoint, truth)[0]
     say(f"Relative error against the phantom: reconstruction {error:.3f}, "
         f"adjoint (best scaled) {adjoint_error:.3f}")  # fmt: skip
+    reg = regularised(A, weight * scan.kspace, rec, truth, devices, args, say)
     if jax.process_index() != 0:
         return 0
     path = output_path(args.out)
     images = {"adjoint, best scaled": adjoint, "CG-SENSE": rec.image}
+    if reg is not None:
+        images[reg.label] = reg.image
     if args.scan and jax.process_count() == 1:
         estimated = from_scanner_file(scan, path.with_name("scan.h5"), truth, devices, args, say)
         images["from scan.h5, estimated maps"] = estimated
@@ -338,9 +392,33 @@ def main(argv: list[str] | None = None) -> int:
         f"{devices[0].platform} devices: compile {rec.compile_time:.2f} s, "
         f"solve {rec.solve_time:.3f} s"
     )
-    if save_figure(figure(truth, images, rec.residuals, title), path, say):
+    if reg is not None:
+        title += (f"\n{reg.label}, {reg.iterations} (λ = {reg.lamda:.3g}): compile "
+                  f"{reg.compile_time:.2f} s, solve {reg.solve_time:.3f} s")  # fmt: skip
+    objective = None if reg is None else (reg.solver, reg.objective)
+    if save_figure(figure(truth, images, rec.residuals, title, objective), path, say):
         say(f"Saved the figure (truth, adjoint, reconstructions, errors) to {path.resolve()}")
     return 0
+
+
+def regularised(
+    A: jl.NamedLinop,
+    data: np.ndarray,
+    rec: Reconstruction,
+    truth: np.ndarray,
+    devices: Sequence[Device],
+    args: argparse.Namespace,
+    say: Say,
+) -> cs.Regularised | None:
+    """With `--reg`, the regularised reconstruction of `data` (`jaxlinops._demo_cs`), its
+    error and PSNR said next to CG-SENSE's; None without."""
+    if args.reg == "none":
+        return None
+    reg = cs.regularise(A, data, rec.adjoint, devices, args, say)
+    (error, psnr), (cg_error, cg_psnr) = quality(reg.image, truth), quality(rec.image, truth)
+    say(f"Regularised against the phantom: {reg.label} {error:.3f} ({psnr:.1f} dB PSNR), "
+        f"CG-SENSE {cg_error:.3f} ({cg_psnr:.1f} dB)")  # fmt: skip
+    return reg
 
 
 class Scan(NamedTuple):

@@ -14,17 +14,17 @@ NOTEBOOK_DIR = Path(__file__).parents[1] / "notebooks"
 NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("*.ipynb"))
 INSTALL_CELL = NOTEBOOK_DIR / "install_cell.py"
 NAMES = ["01_basics", "02_mri_reconstruction", "03_multi_device", "04_pytorch_interop",
-         "05_custom_operator", "06_learning_sampling"]  # fmt: skip
+         "05_custom_operator", "06_learning_sampling", "07_compressed_sensing"]  # fmt: skip
 # the notebooks that draw figures, and how many each draws at least
 FIGURES = {"01_basics": 3, "02_mri_reconstruction": 4, "05_custom_operator": 3,
-           "06_learning_sampling": 4}  # fmt: skip
+           "06_learning_sampling": 4, "07_compressed_sensing": 3}  # fmt: skip
 
 
 def code_cells(path: Path) -> list[dict]:
     return [c for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "code"]
 
 
-def test_the_six_notebooks_are_there():
+def test_the_seven_notebooks_are_there():
     assert [p.stem for p in NOTEBOOKS] == NAMES
 
 
