@@ -344,3 +344,17 @@ def test_bad_arguments():
         NuclearNormBlocks(0.1, array_to_blocks((4, 4), (2, 2), (2, 2)))(jnp.ones((2, 6, 6)), 1.0)
     with pytest.raises(TypeError, match="positive block sizes"):
         NuclearNormBlocks(0.1, (2, 0))
+
+
+def test_nuclear_norm_blocks_in_chunks_equals_numpy():
+    """100 blocks (more than one chunk of the CPU's SVD batches, the last one padded):
+    the prox and the value against numpy's SVD of each block."""
+    rng = np.random.default_rng(7)
+    v = rng.standard_normal((3, 40, 40)) + 1j * rng.standard_normal((3, 40, 40))
+    g = NuclearNormBlocks(0.5, (4, 4), frame_axes=0)
+    blocks = v.reshape(3, 10, 4, 10, 4).transpose(1, 3, 2, 4, 0).reshape(100, 16, 3)
+    u, s, vh = np.linalg.svd(blocks, full_matrices=False)
+    shrunk = (u * np.maximum(s - 0.5 * 0.3, 0)[:, None, :]) @ vh
+    want = shrunk.reshape(10, 10, 4, 4, 3).transpose(4, 0, 2, 1, 3).reshape(3, 40, 40)
+    np.testing.assert_allclose(np.asarray(g.prox(jnp.asarray(v), 0.3)), want, atol=1e-10)
+    assert float(g.value(jnp.asarray(v))) == pytest.approx(0.5 * s.sum(), rel=1e-10)

@@ -130,11 +130,39 @@ class NuclearNormBlocks(AbstractProx):
     def value(self, x: jax.Array) -> jax.Array:
         x = as_inexact(x)
         m, _ = self._blocks(x)
-        s = jnp.linalg.svd(m, compute_uv=False)
+        s = _in_chunks(lambda c: jnp.linalg.svd(c, compute_uv=False), m)
         return as_real(self.lamda, x) * jnp.sum(s).astype(real_dtype(x))
 
 
+# On a CPU, jaxlib splits the SVD of a large batch of matrices over XLA's intra-op thread
+# pool and waits for the parts; inside a program split across simulated CPU devices every
+# thread of the pool may be running a device's program, and the parts never run (a hang,
+# seen with 2 and 8 devices on 2 cores). Batches of at most _CHUNK matrices, one after
+# another, stay below the size jaxlib splits (8 x 8 blocks: 39 at most).
+_CHUNK = 32
+
+
+def _in_chunks(fn, m: jax.Array) -> jax.Array:
+    """`fn` of the matrices `m` `(..., p, f)`, on a CPU `_CHUNK` matrices at a time (see
+    above; `fn` maps `(k, p, f)` to arrays with a leading `k`); zero matrices fill the last
+    chunk."""
+    n = math.prod(m.shape[:-2])
+    if n <= _CHUNK or jax.default_backend() != "cpu":
+        return fn(m)
+    flat = m.reshape(n, *m.shape[-2:])
+    chunks = jnp.pad(flat, ((0, -n % _CHUNK), (0, 0), (0, 0))).reshape(-1, _CHUNK, *flat.shape[1:])
+    out = jax.lax.map(fn, chunks)
+    return out.reshape(-1, *out.shape[2:])[:n].reshape(*m.shape[:-2], *out.shape[2:])
+
+
 def _svt(m: jax.Array, tau: jax.Array) -> jax.Array:
+    """`_svt_batch` of `m`, in chunks when `tau` is one number (see `_in_chunks`)."""
+    if jnp.ndim(tau):
+        return _svt_batch(m, tau)
+    return _in_chunks(lambda c: _svt_batch(c, tau), m)
+
+
+def _svt_batch(m: jax.Array, tau: jax.Array) -> jax.Array:
     r"""$U \max(\Sigma - \tau, 0) V^H$ of each matrix of `m`. A block whose Frobenius norm
     is at most $\tau$ (so every singular value is) maps to 0 with a zero gradient: its SVD
     is taken of a stand-in with distinct singular values (a zero block's SVD has NaN
