@@ -14,12 +14,11 @@ from .._core import NamedLinop
 from .._progress import Tracker
 from ._adjoint import UnrolledAdjoint
 from ._cg import conjugate_gradients
-from ._common import DimsOrAxes, as_count, as_flag, tracker_for
+from ._common import DimsOrAxes, as_count, as_flag, as_positive, tracker_for
 from ._prox_base import AbstractProx, batched_prox
 from ._prox_solvers_common import (
     Spaces,
     apply,
-    as_positive,
     check_linop,
     check_prox,
     identity_like,

@@ -108,14 +108,27 @@ def as_real(value: object, what: str) -> float:
 def as_tolerance(value: object, name: str, arg: str) -> float | jax.Array:
     """A tolerance: a finite real number >= 0 (a Python float, so it is static under jit), or
     a traced scalar, passed through unchecked (its value is not known at trace time)."""
+    return _bounded(value, name, arg, "a tolerance >= 0", lambda v: v >= 0)
+
+
+def as_positive(value: object, name: str, arg: str) -> float | jax.Array:
+    """A penalty or step size: a finite real number > 0, or a traced scalar (passed through
+    unchecked: its value is not known at trace time)."""
+    return _bounded(value, name, arg, "a real number > 0", lambda v: v > 0)
+
+
+def _bounded(
+    value: object, name: str, arg: str, expected: str, valid: Callable[[float], bool]
+) -> float | jax.Array:
+    """`value` as a Python float checked by `valid`, or a traced scalar passed through."""
     what = f"`{name}({arg}=...)`"
     if isinstance(value, Tracer):
         if value.ndim != 0:
             raise ValueError(f"{what} expects a scalar; got an array of shape {value.shape}.")
         return value
     number = as_real(value, what)
-    if number < 0:
-        raise ValueError(f"{what} expects a tolerance >= 0; got {value!r}.")
+    if not valid(number):
+        raise ValueError(f"{what} expects {expected}; got {value!r}.")
     return number
 
 

@@ -12,13 +12,12 @@ from jax.typing import ArrayLike
 
 from .._core import NamedLinop
 from .._progress import Tracker
-from ._common import DimsOrAxes, as_count, as_flag, tracker_for
+from ._common import DimsOrAxes, as_count, as_flag, as_positive, tracker_for
 from ._power import power_method
 from ._prox_base import AbstractProx
 from ._prox_solvers_common import (
     Spaces,
     apply,
-    as_positive,
     batched_conjugate_prox,
     check_linop,
     check_prox,

@@ -12,12 +12,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
-from jax.core import Tracer
 
 from .._core import Identity, NamedLinop, with_oshape
 from .._dims import ELLIPSIS, fmt
 from .._progress import Tracker
-from ._common import DimsOrAxes, as_real, as_vector, norm, resolve_axes, result_dtype
+from ._common import DimsOrAxes, as_vector, norm, resolve_axes, result_dtype
 from ._prox_base import AbstractProx, batched_value
 
 
@@ -37,20 +36,6 @@ def check_prox(prox: object, name: str) -> AbstractProx:
             f"proximal operator of g); got {type(prox).__name__}."
         )
     return prox
-
-
-def as_positive(value: object, name: str, arg: str) -> float | jax.Array:
-    """A penalty or step size: a finite real number > 0, or a traced scalar (passed through
-    unchecked: its value is not known at trace time)."""
-    what = f"`{name}({arg}=...)`"
-    if isinstance(value, Tracer):
-        if value.ndim != 0:
-            raise ValueError(f"{what} expects a scalar; got an array of shape {value.shape}.")
-        return value
-    number = as_real(value, what)
-    if number <= 0:
-        raise ValueError(f"{what} expects a real number > 0; got {value!r}.")
-    return number
 
 
 class Spaces(eqx.Module):
