@@ -301,8 +301,7 @@ def parse_args(argv: list[str]) -> tuple[argparse.ArgumentParser, argparse.Names
 
 
 def check_regulariser(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
-    """`--reg-iters` and `--lamda` need `--reg`, and are positive; `--reg llr` tiles the
-    image with its blocks."""
+    """`--reg-iters` and `--lamda` need `--reg`, and are positive."""
     options = [f"--{name.replace('_', '-')}" for name in ("reg_iters", "lamda")
                if getattr(args, name) is not None]  # fmt: skip
     if args.reg == "none" and options:
@@ -312,11 +311,6 @@ def check_regulariser(parser: argparse.ArgumentParser, args: argparse.Namespace)
         parser.error(f"--reg-iters must be at least 1; got {args.reg_iters}.")
     if args.lamda is not None and not args.lamda > 0:
         parser.error(f"--lamda must be > 0; got {args.lamda}.")
-    if args.reg == "llr" and args.size % cs.BLOCK:
-        parser.error(
-            f"--reg llr needs --size a multiple of {cs.BLOCK} (its {cs.BLOCK} × {cs.BLOCK} "
-            f"blocks tile the image); got {args.size}."
-        )
 
 
 def launch(argv: list[str], processes: int) -> int:

@@ -12,13 +12,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-import jax
 import numpy as np
 import pytest
 
 import jaxlinops
 import jaxlinops as jl
-from jaxlinops import _demo_cs, demo
+from jaxlinops import demo
 
 REPO_ROOT = Path(jaxlinops.__file__).resolve().parent.parent
 # the relative errors of reconstruction and adjoint for SMALL (checked against the
@@ -134,41 +133,10 @@ def test_demo_regularised_and_its_option_errors(tmp_path, capsys):
         (["--lamda", "0.1"], r"--lamda needs --reg \(l1-wavelet, tv or llr\)"),
         (["--reg", "tv", "--reg-iters", "0"], r"--reg-iters must be at least 1; got 0"),
         (["--reg", "tv", "--lamda", "-1"], r"--lamda must be > 0; got -1.0"),
-        (["--reg", "llr", "--size", "36"], r"--reg llr needs --size a multiple of 8 .*got 36"),
     ):
         with pytest.raises(SystemExit):
             demo.main(argv)
         assert re.search(message, capsys.readouterr().err)
-
-
-def test_patch_nuclear_norm_thresholds_each_block():
-    """The LLR prox of the demo against singular value thresholding of each 8 × 8 block
-    in numpy (36 blocks: a chunk of 32, then one padded with zero blocks), and its value:
-    λ times the nuclear norms."""
-    rng = np.random.default_rng(3)
-    x = rng.standard_normal((48, 48)) + 1j * rng.standard_normal((48, 48))
-    g, lam, step = _demo_cs.PatchNuclearNorm(0.5), 0.5, 2.0
-    blocks = x.reshape(6, 8, 6, 8).transpose(0, 2, 1, 3)
-    u, s, vh = np.linalg.svd(blocks)
-    want = (u * np.maximum(s - lam * step, 0)[..., None, :]) @ vh
-    want = want.transpose(0, 2, 1, 3).reshape(48, 48)
-    np.testing.assert_allclose(g.prox(x, step), want, atol=1e-10)
-    assert float(g.value(x)) == pytest.approx(lam * s.sum(), rel=1e-12)
-
-
-@pytest.mark.devices(8)
-def test_patch_nuclear_norm_in_a_solve_split_over_devices():
-    """FISTA with the LLR prox on an operator split by coils over 8 devices equals the
-    unsplit solve. 64 blocks: one batched SVD of them all would be split over the CPU's
-    intra-op thread pool, which hangs when the pool's threads run the devices' programs
-    (`_demo_cs.CHUNK`): with chunks of 64 this test hangs on a 2-core machine."""
-    rng = np.random.default_rng(4)
-    maps = rng.standard_normal((8, 64, 64)) + 1j * rng.standard_normal((8, 64, 64))
-    A = jl.FFT(2, "C", norm="ortho") @ jl.Dense(maps / 3, "C Nx Ny", "Nx Ny", "C Nx Ny")
-    y = A(demo.phantom(64).astype(np.complex128))
-    split = jl.create_batched_linop(A, jl.BatchSpec({"C": 1}, device_matrix=jax.devices()[:8]))
-    solve = jax.jit(lambda A, y: jl.alg.fista(A, y, _demo_cs.PatchNuclearNorm(0.1), None, 5))
-    np.testing.assert_allclose(solve(split, y), solve(A, y), rtol=1e-9, atol=1e-9)
 
 
 def test_simulation_matches_a_direct_dft_and_the_nufft():

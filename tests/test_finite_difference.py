@@ -191,6 +191,9 @@ def test_split_along_a_differenced_dim_over_8_devices(boundary, mode, n):
     run = jax.jit(lambda A, v, w: (A(v), A.H(w), A.N(v)))
     for got, want in zip(run(B, x, y), (D(x), D.H(y), D.N(x))):
         assert_close(got, want, C128)
+    BH = jl.create_batched_linop(D.H, spec)  # the adjoint alone: its steps in reverse
+    assert isinstance(BH, jl.sharding.GridSplitLinop), type(BH)
+    assert_close(jax.jit(lambda A, w: A(w))(BH, y), D.H(y), C128)
     if boundary == "periodic":  # the Laplacian runs as one stencil (no D then D^H)
         N = B.N
         assert isinstance(N, jl.sharding.GridSplitLinop) and len(N.stages) == 1, N

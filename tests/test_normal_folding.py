@@ -105,6 +105,31 @@ def test_tikhonov_identity_adopts_the_normal_dims():
     assert_close(plain(x), A.N(x) + x, np.complex128)
 
 
+def np_laplacian(x):
+    """D^H D x for periodic forward differences along both axes, by np.roll."""
+    return sum(2 * x - np.roll(x, 1, axis=a) - np.roll(x, -1, axis=a) for a in (0, 1))
+
+
+def test_a_normal_plus_an_operator_on_its_input_dims_adopts_the_renaming():
+    """`A.N + rho * D.N` (ADMM's and total variation's system): `D.N` maps (Nx, Ny) to
+    itself, `A.N` renames its output (Nx1, Ny1); the sum takes the renaming, in either
+    order and beside a dimless identity, and keeps the Toeplitz normal."""
+    A, *_ = sense()
+    D = jl.FiniteDifference("Nx Ny")
+    x = np.asarray(rand(6, (N, N)))
+    slow = np.asarray(slow_normal(A, x))
+    for op, want in [
+        (A.N + 2.0 * D.N, slow + 2 * np_laplacian(x)),
+        (D.N + A.N, slow + np_laplacian(x)),
+        (D.N + 0.5 * jl.Identity() + A.N, slow + np_laplacian(x) + 0.5 * x),
+    ]:
+        assert (op.ishape, op.oshape) == (("Nx", "Ny"), ("Nx1", "Ny1"))
+        assert_toeplitz(op, op(x), want)
+    swapped = jl.Identity("Nx Ny", "Ny Nx")  # not a renaming in place: refused
+    with pytest.raises(ValueError, match="requires all operators to share oshape"):
+        _ = swapped + D.N
+
+
 def test_cg_with_a_tikhonov_normal_solves_the_regularised_system():
     A, *_ = sense()
     lam = 0.5

@@ -1,5 +1,5 @@
-"""The proximal operators of `jl.alg` (`L1`, `L2Ball`, `Box`, `NonNegative`, `NoOp`,
-`Scaled`, `SeparableSum`, `NuclearNormBlocks`): against closed forms computed
+"""The proximal operators of `jl.alg` (`L1`, `GroupL1`, `L2Ball`, `Box`, `NonNegative`,
+`NoOp`, `Scaled`, `SeparableSum`, `NuclearNormBlocks`): against closed forms computed
 independently in numpy, the prox optimality condition (no random perturbation of the
 result lowers $g(z) + \\|z - v\\|^2 / 2t$), the Moreau identity against the conjugate's
 prox computed directly, and `jax.jit`, `jax.vmap`, `jax.grad` (finite at zero) under strict
@@ -15,6 +15,7 @@ import jaxlinops as jl
 from jaxlinops.alg._prox import L1, Box, L2Ball, NonNegative, NoOp
 from jaxlinops.alg._prox_base import AbstractProx, batched_prox, batched_value
 from jaxlinops.alg._prox_combine import Scaled, SeparableSum
+from jaxlinops.alg._prox_group import GroupL1
 from jaxlinops.alg._prox_llr import NuclearNormBlocks
 
 DTYPES = (jnp.float64, jnp.complex128)
@@ -40,6 +41,18 @@ def dense(q: np.ndarray) -> jl.Dense:
 def np_soft(v, tau):
     mag = np.abs(v)
     return np.where(mag > tau, v * (1 - tau / np.where(mag > tau, mag, 1)), 0)
+
+
+def np_group_soft(v, tau, axis):
+    """Each group (a 1-D slice along `axis`) shrunk by `tau` in Euclidean norm, by a loop."""
+    out = np.zeros_like(v)
+    moved, dest = np.moveaxis(v, axis, -1), np.moveaxis(out, axis, -1)
+    tau = np.broadcast_to(tau, moved.shape[:-1])
+    for idx in np.ndindex(*moved.shape[:-1]):
+        norm = np.sqrt(np.sum(np.abs(moved[idx]) ** 2))
+        if norm > tau[idx]:
+            dest[idx] = moved[idx] * (1 - tau[idx] / norm)
+    return out
 
 
 def np_svt(m, tau, clip=False):
@@ -76,6 +89,9 @@ def cases(dtype):
     q = orthonormal(3, 6, dtype)
     c = np.asarray(rand(4, (6,), dtype))
     frames = np.asarray(rand(5, (3, 5, 4), dtype))
+    grads = np.array(rand(6, (2, 5), dtype))  # a gradient field: (direction, pixel)
+    grads[:, 1] *= 0.1  # a group below the threshold
+    w5 = w[:5]
     d = v - c
     ball = c + d * min(1, 1.5 / np.linalg.norm(d))
     return [
@@ -94,6 +110,9 @@ def cases(dtype):
             np.concatenate([np_soft(v[:4], STEP * 0.4), np.maximum(np.real(v[4:]), 0)]),
         ),
         ("llr", NuclearNormBlocks(0.8, (2, 2)), frames, np_llr(frames, STEP * 0.8, (2, 2))),
+        ("group", GroupL1(0.6), grads, np_group_soft(grads, STEP * 0.6, 0)),
+        ("group-last", GroupL1(w[:2], axes=-1), grads, np_group_soft(grads, STEP * w[:2], 1)),
+        ("group-weights", GroupL1(w5), grads, np_group_soft(grads, STEP * w5, 0)),
     ]
 
 
@@ -179,6 +198,31 @@ def test_l2ball_conjugate_is_a_shifted_block_soft_threshold():
     np.testing.assert_allclose(L2Ball(r, c).conjugate_prox(v, sigma), want, rtol=1e-12)
 
 
+def test_group_l1_conjugate_is_sigpys_projection_onto_the_group_balls():
+    """g* of the l2,1 norm is the indicator of {|u_p| <= lamda_p}: its prox is sigpy's
+    `thresh.l2_proj(lamda, u, axes)` (any sigma), and equals the Moreau identity's form."""
+    thresh = pytest.importorskip("sigpy.thresh")
+    u = np.asarray(rand(7, (2, 3, 5), jnp.complex128))
+    g = GroupL1(0.8)
+    want = thresh.l2_proj(0.8, u, axes=(0,))
+    np.testing.assert_allclose(g.conjugate_prox(jnp.asarray(u), 0.3), want, rtol=1e-12)
+    moreau = AbstractProx.conjugate_prox(g, jnp.asarray(u), 0.3)
+    np.testing.assert_allclose(moreau, want, rtol=1e-10, atol=1e-12)
+    want = np.stack([thresh.l2_proj(0.8, u[i], axes=(0, 1)) for i in range(2)])
+    got = GroupL1(0.8, axes=(1, 2)).conjugate_prox(jnp.asarray(u), 1.0)
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+def test_group_l1_on_finite_differences_is_isotropic_tv():
+    """`GroupL1(lam).value(D x)` is lam * sum_p sqrt(sum_d |(D_d x)_p|^2), computed in numpy
+    from np.roll differences (periodic)."""
+    x = np.asarray(rand(8, (5, 6), jnp.complex128))
+    grads = [np.roll(x, -1, axis=a) - x for a in (0, 1)]
+    want = 0.7 * np.sum(np.sqrt(np.abs(grads[0]) ** 2 + np.abs(grads[1]) ** 2))
+    D = jl.FiniteDifference("Nx Ny")
+    np.testing.assert_allclose(GroupL1(0.7).value(D(jnp.asarray(x))), want, rtol=1e-12)
+
+
 def test_box_conjugate_is_a_piecewise_shift():
     r"""$g^*(u) = \sum_i \max(l_i u_i, h_i u_i)$ (the support function of the box): its
     prox is $v - \sigma h$ above $\sigma h$, $v - \sigma l$ below $\sigma l$, else 0."""
@@ -241,7 +285,9 @@ def test_llr_refuses_overlapping_blocks():
 # jit, vmap, grad, dtypes -----------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", ["l1", "l1-transform", "l2ball", "box", "separable", "llr"])
+@pytest.mark.parametrize(
+    "name", ["l1", "l1-transform", "l2ball", "box", "separable", "llr", "group-weights"]
+)
 def test_jit_vmap_and_complex64_with_float64_parameters(name):
     """Under strict promotion: float64 weights and step on complex64 data give complex64;
     `jax.jit` (the prox as an argument) and `jax.vmap` equal the eager prox."""
@@ -262,6 +308,7 @@ def test_jit_vmap_and_complex64_with_float64_parameters(name):
         (L2Ball(1.0), (4,)),
         (NuclearNormBlocks(0.5, (2, 2)), (3, 4, 4)),
         (Scaled(L1(0.5), 2.0), (4,)),
+        (GroupL1(0.5), (2, 4)),
     ],
 )
 def test_gradients_are_finite_at_zero(g, shape):
@@ -342,6 +389,12 @@ def test_bad_arguments():
         SeparableSum([L1(0.1), NoOp()], axis=0, sizes=(1, 2))(jnp.ones(2), 1.0)
     with pytest.raises(ValueError, match="expected the last axes to be the image"):
         NuclearNormBlocks(0.1, array_to_blocks((4, 4), (2, 2), (2, 2)))(jnp.ones((2, 6, 6)), 1.0)
+    with pytest.raises(ValueError, match=r"names axis 2, but the input has 2 axes"):
+        GroupL1(0.1, axes=2)(jnp.ones((2, 3)), 1.0)
+    with pytest.raises(ValueError, match=r"to the groups' shape \(3,\)"):
+        GroupL1(jnp.ones(2))(jnp.ones((2, 3)), 1.0)
+    with pytest.raises(TypeError, match="distinct ints"):
+        GroupL1(0.1, axes=(0, 0))
     with pytest.raises(TypeError, match="positive block sizes"):
         NuclearNormBlocks(0.1, (2, 0))
 

@@ -6,7 +6,7 @@ import jax
 
 from .._dims import Dims
 from ._coupling import Coupling
-from ._forms import Fourier, GridForm, Rename, Resize
+from ._forms import GridForm, OffGrid
 from ._linop import NamedLinop
 
 
@@ -37,10 +37,10 @@ class Adjoint(NamedLinop):
         return self.linop.coupling(dim)
 
     def grid_form(self) -> GridForm | None:
-        """The adjoint of the operator's form (a reader at off-grid points and a chain of
-        steps have none: their adjoints are split by other means)."""
+        """The adjoint of the operator's form (a reader at off-grid points has none: its
+        adjoint is split by other means)."""
         form = self.linop.grid_form()
-        return form.adjoint() if isinstance(form, (Rename, Fourier, Resize)) else None
+        return None if form is None or isinstance(form, OffGrid) else form.adjoint()
 
     def split(self, tile) -> NamedLinop:
         return Adjoint(self.linop.split(tile))

@@ -16,8 +16,9 @@ form to stage):
   by step.
 
 An operator without a form (None, the default) is split by what its `coupling` says:
-entry by entry, or by halo exchange. Every form but `OffGrid` and `Steps` has an
-`adjoint()`, the form of the operator's adjoint, which `Adjoint` declares.
+entry by entry, or by halo exchange. Every form but `OffGrid` has an `adjoint()`, the
+form of the operator's adjoint, which `Adjoint` declares (a reader's adjoint, a
+scatter, is split by other means).
 """
 
 from __future__ import annotations
@@ -137,6 +138,10 @@ class Steps:
 
     chain: Any  # a `NamedLinop` (whose module imports this one), or None
     why: str = ""
+
+    def adjoint(self) -> Steps:
+        """The adjoint chain (the steps' adjoints in reverse order), or the same `why`."""
+        return self if self.chain is None else Steps(self.chain.adjoint())
 
 
 GridForm = Rename | Fourier | Resize | OffGrid | Steps

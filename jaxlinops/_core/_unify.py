@@ -1,6 +1,7 @@
 """Shape unification of parallel operators (the children of Add, Concat and Stack):
-wildcards resolved against the most specific child, and dimless operators
-(`lam * Identity()`) given their partner's dims."""
+wildcards resolved against the most specific child, dimless operators
+(`lam * Identity()`) given their partner's dims, and operators that keep their dims
+(`D.N`, a `Diagonal`) given the renamed output dims of a normal beside them."""
 
 from __future__ import annotations
 
@@ -52,16 +53,39 @@ def adopt_dims(op: NamedLinop, ref: NamedLinop) -> NamedLinop:
     return rename_dims if isinstance(op, Identity) else Chain(rename_dims, *on_output.flatten())
 
 
+def renames_in_place(op: NamedLinop) -> bool:
+    """Whether `op`'s output dims are its input dims renamed position by position, each
+    to itself or to a name its input does not use (a normal: `(Nx, Ny) -> (Nx1, Ny1)`),
+    with at least one renamed."""
+    i, o = op.ishape, op.oshape
+    return (
+        len(i) == len(o)
+        and i != o
+        and all(a == b or (b not in i and ELLIPSIS not in (a, b)) for a, b in zip(i, o))
+    )
+
+
+def adopt_renaming(op: NamedLinop, ref: NamedLinop) -> NamedLinop:
+    """`op`, which maps `ref.ishape` to itself, followed by the renaming
+    `ref.ishape -> ref.oshape` of a partner that renames in place (`renames_in_place`),
+    so that `A.N + rho * D.N` works although `A.N` renames its output dims and `D.N` does
+    not: both then map $x$ to the same output, position by position."""
+    if op.ishape != op.oshape or op.ishape != ref.ishape or not renames_in_place(ref):
+        return op
+    return Chain(*op.flatten(), Identity(ref.ishape, ref.oshape))
+
+
 def unify(name: str, linops: Sequence[NamedLinop]) -> tuple[NamedLinop, ...]:
     """Give parallel children (same input, same output) the same shapes.
 
     Wildcards of each child are resolved against the most specific child; shapes that
     still differ raise a ValueError (a `ShapeAssertionError`) naming both children.
     """
+    renaming = next((op for op in linops if renames_in_place(op)), most_specific(linops))
+    linops = [adopt_renaming(adopt_dims(op, renaming), renaming) for op in linops]
     ref = most_specific(linops)
     out = []
     for i, op in enumerate(linops):
-        op = adopt_dims(op, ref)
         op = resolve_side(resolve_side(op, "ishape", ref.ishape), "oshape", ref.oshape)
         for side in ("ishape", "oshape"):
             got, want = getattr(op, side), getattr(ref, side)

@@ -38,6 +38,7 @@ from ._power import (
 from ._prox import L1 as L1, Box as Box, L2Ball as L2Ball, NonNegative as NonNegative, NoOp as NoOp
 from ._prox_base import AbstractProx as AbstractProx
 from ._prox_combine import Scaled as Scaled, SeparableSum as SeparableSum
+from ._prox_group import GroupL1 as GroupL1
 from ._prox_llr import NuclearNormBlocks as NuclearNormBlocks
 
 __all__ = [
@@ -45,6 +46,7 @@ __all__ = [
     "AbstractProx",
     "Box",
     "FISTAResult",
+    "GroupL1",
     "L1",
     "L2Ball",
     "NonNegative",

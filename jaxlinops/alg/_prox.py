@@ -42,7 +42,16 @@ def as_inexact(v: ArrayLike) -> jax.Array:
 
 def abs_safe(v: jax.Array) -> jax.Array:
     """`|v|` (the modulus of complex entries) with a zero gradient, not NaN, at 0."""
-    sq = jnp.real(v) ** 2 + jnp.imag(v) ** 2 if jnp.iscomplexobj(v) else v**2
+    return sqrt_safe(abs_sq(v))
+
+
+def abs_sq(v: jax.Array) -> jax.Array:
+    """`|v|**2`, real, without a square root."""
+    return jnp.real(v) ** 2 + jnp.imag(v) ** 2 if jnp.iscomplexobj(v) else v**2
+
+
+def sqrt_safe(sq: jax.Array) -> jax.Array:
+    """$\\sqrt{sq}$ for `sq` >= 0, with a zero gradient, not NaN, at 0."""
     nonzero = sq > 0
     return jnp.where(nonzero, jnp.sqrt(jnp.where(nonzero, sq, 1)), 0)
 
@@ -178,7 +187,7 @@ class L2Ball(AbstractProx):
         v = as_inexact(v)
         c, d = self._offset(v)
         r = as_real(self.radius, v)
-        sq = jnp.sum(abs_safe(d) ** 2)
+        sq = jnp.sum(abs_sq(d))
         outside = sq > r**2
         scale = r / jnp.sqrt(jnp.where(outside, sq, 1))
         return jnp.where(outside, c + scale.astype(v.dtype) * d, v)
@@ -188,7 +197,7 @@ class L2Ball(AbstractProx):
         _, d = self._offset(x)
         r = as_real(self.radius, x)
         slack = 1 + _SLACK * jnp.finfo(x.dtype).eps
-        return _indicator(jnp.sum(abs_safe(d) ** 2) <= (r * slack) ** 2, x)
+        return _indicator(jnp.sum(abs_sq(d)) <= (r * slack) ** 2, x)
 
 
 def _box(v: jax.Array, lower: jax.Array | None, upper: jax.Array | None) -> jax.Array:

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -163,7 +163,7 @@ def wavelet_transform(
     x = as_inexact(jnp.asarray(x))
     axes = tuple(a % x.ndim for a in axes)
     check_sizes("wavelet_transform", x.shape, axes, level)
-    return _analysis(x, axes, level, *filter_bank(wavelet))
+    return _compiled(_analysis)(x, axes, level, *filter_bank(wavelet))
 
 
 def wavelet_transform_adjoint(
@@ -173,7 +173,15 @@ def wavelet_transform_adjoint(
     y = as_inexact(jnp.asarray(y))
     axes = tuple(a % y.ndim for a in axes)
     check_sizes("wavelet_transform_adjoint", y.shape, axes, level)
-    return _synthesis(y, axes, level, *filter_bank(wavelet))
+    return _compiled(_synthesis)(y, axes, level, *filter_bank(wavelet))
+
+
+@functools.cache
+def _compiled(transform: Callable) -> Callable:
+    """`transform(x, axes, level, h, g)` as one compiled program per layout: applied
+    outside `jax.jit`, the transform's hundreds of slices and sums would each be compiled
+    and run on their own (inside, the call is inlined)."""
+    return jax.jit(transform, static_argnums=(1, 2, 3, 4))
 
 
 def _block(shape: tuple[int, ...], axes: tuple[int, ...]) -> tuple[slice, ...]:

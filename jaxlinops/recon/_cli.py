@@ -1,6 +1,7 @@
 """`jaxlinops-recon INPUT.h5 -o OUTPUT` (also `python -m jaxlinops.recon`): read raw data,
-prewhiten, estimate coil maps and density weights, solve CG-SENSE across the devices
-found, and write the image (NIfTI or `.npy`) and a PNG, with a summary of the steps."""
+prewhiten, estimate coil maps and density weights, solve CG-SENSE (or, with `--reg`,
+ℓ1-wavelet, total variation or locally low rank) across the devices found, and write the
+image (NIfTI or `.npy`) and a PNG, with a summary of the steps."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import jax
 
 from .. import io
 from .._version import __version__
-from . import _output as output, _pipeline as pipeline
+from . import _output as output, _pipeline as pipeline, _regularise as regularise
 from ._steps import Timeline
 
 
@@ -32,7 +33,15 @@ def parser() -> argparse.ArgumentParser:
     add("--maps", choices=pipeline.MAPS, default="espirit", help="coil-map estimator")
     add("--dcf", default="auto", help="density compensation: auto, pipe-menon or radial")
     add("--calib-width", type=int, default=24, help="k-space centre used for the coil maps")
-    add("--iters", type=int, default=20, help="CG iterations")
+    add("--reg", choices=pipeline.REGULARISERS, default="none", help="a prior: "
+        "l1-wavelet (FISTA), tv (total variation, ADMM) or llr (locally low rank, "
+        "FISTA); none: CG-SENSE")  # fmt: skip
+    add("--lamda", type=float, help="the prior's weight λ as a fraction of the largest "
+        "magnitude of A^H y in its domain (default: "
+        + ", ".join(f"{f:g} for {r}" for r, f in regularise.LAMDA.items()) + ")")  # fmt: skip
+    add("--iters", type=int, help=f"iterations (default: {pipeline.CG_ITERS} for CG, "
+        + ", ".join(f"{n} for {r}" for r, n in regularise.ITERS.items())
+        + f"; ADMM's each with {regularise.ADMM_CG_ITERS} CG iterations)")  # fmt: skip
     add("--devices", type=int, help="devices to split across (default: all found)")
     add("--magnitude", action="store_true", help="write |x| (float32) instead of complex")
     add("--no-png", action="store_true", help="do not write OUTPUT's PNG")
@@ -53,17 +62,18 @@ def read(path: Path, kind: str) -> io.RawData:
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(sys.argv[1:] if argv is None else argv)
     say = print
+    devices = jax.devices()[: args.devices]
     try:
         output.image_format(args.output)
+        settings = pipeline.Settings(
+            maps=args.maps, dcf=args.dcf, calib_width=args.calib_width, reg=args.reg,
+            lamda=args.lamda, iters=args.iters, devices=devices,
+            progress=False if args.no_progress else None,
+        )  # fmt: skip
     except ValueError as error:
         parser().error(str(error))
-    devices = jax.devices()[: args.devices]
     say(f"jaxlinops {__version__}, jax {jax.__version__}; {len(devices)} × {devices[0].platform}")
     start = time.perf_counter()
-    settings = pipeline.Settings(
-        maps=args.maps, dcf=args.dcf, calib_width=args.calib_width, iters=args.iters,
-        devices=devices, progress=False if args.no_progress else None,
-    )  # fmt: skip
     timeline = Timeline(say)
     with timeline.step(f"reading {args.input.name}"):
         raw = read(args.input, args.format)
@@ -72,7 +82,8 @@ def main(argv: list[str] | None = None) -> int:
         output.write_image(args.output, result.image, raw.fov_mm, args.magnitude)
         if not args.no_png:
             png = args.output.with_name(args.output.name.split(".")[0] + ".png")
-            title = f"{args.input.name}\nCG-SENSE, {args.maps} maps, {args.iters} iterations"
+            title = (f"{args.input.name}\n{settings.method}, {args.maps} maps, "
+                     f"{settings.iterations} iterations")  # fmt: skip
             if output.write_png(png, result.image, title, say):
                 say(f"    wrote {png}")
     say(timeline.summary())

@@ -1,7 +1,8 @@
 r"""The reconstruction, step by step: prewhiten with the noise scan, estimate coil maps
 (ESPIRiT or Walsh) and density weights (Pipe–Menon or the radial ramp), build the SENSE
-model, split its normal across the devices (`plan_batches`) and solve by CG-SENSE,
-$\min_x \|A x - y\|_W^2$ through $A^H A x = A^H y_w$ (`_model`)."""
+model, split it across the devices (`plan_batches`) and solve by CG-SENSE,
+$\min_x \|A x - y\|_W^2$ through $A^H A x = A^H y_w$ (`_model`), or with a prior
+(`_regularise`: ℓ1-wavelet, total variation, locally low rank)."""
 
 from __future__ import annotations
 
@@ -18,10 +19,12 @@ from .._arrays import Device
 from .._progress import iterate
 from ..io import RawData
 from ..mri import density_compensation, espirit_maps, walsh_maps, whitening_matrix
-from . import _model as model
+from . import _model as model, _regularise as regularise
 from ._steps import Say, Timeline
 
 MAPS = ("espirit", "walsh")
+REGULARISERS = ("none", *regularise.LAMDA)
+CG_ITERS = 20
 
 
 @dataclasses.dataclass(frozen=True)
@@ -34,7 +37,12 @@ class Settings:
       `jl.mri.density_compensation` (`"auto"`: the radial ramp for a radial trajectory,
       else Pipe–Menon).
     - `calib_width`: entries per axis of the k-space centre the maps are estimated from.
-    - `iters`: CG iterations.
+    - `reg`: `"none"` (CG-SENSE), or a prior: `"l1-wavelet"` (FISTA), `"tv"` (ADMM) or
+      `"llr"` (FISTA), as `jaxlinops.recon._regularise` describes.
+    - `lamda`: with a prior, its weight λ as a fraction of the largest magnitude of
+      $A^H y_w$ in its domain (None: the prior's default, `_regularise.LAMDA`).
+    - `iters`: CG's or the prior's solver's iterations (None: 20 for CG, else
+      `_regularise.ITERS`).
     - `devices`: the devices the normal operator is split across (None: all of
       `jax.devices()`).
     - `progress`: progress bars (None: in a terminal or notebook, with tqdm installed).
@@ -43,26 +51,51 @@ class Settings:
     maps: str = "espirit"
     dcf: str = "auto"
     calib_width: int = 24
-    iters: int = 20
+    reg: str = "none"
+    lamda: float | None = None
+    iters: int | None = None
     devices: Sequence[Device] | None = None
     progress: bool | None = None
 
     def __post_init__(self):
-        if self.maps not in MAPS:
-            raise ValueError(f"recon Settings: `maps` must be one of {MAPS}; got {self.maps!r}.")
+        for name, allowed in (("maps", MAPS), ("reg", REGULARISERS)):
+            if getattr(self, name) not in allowed:
+                raise ValueError(
+                    f"recon Settings: `{name}` must be one of {allowed}; got "
+                    f"{getattr(self, name)!r}."
+                )
+        if self.lamda is not None and (self.reg == "none" or not self.lamda > 0):
+            raise ValueError(
+                f"recon Settings: `lamda` needs a prior (`reg`) and must be > 0; got "
+                f"lamda={self.lamda!r} with reg={self.reg!r}."
+            )
         for name in ("calib_width", "iters"):
-            if getattr(self, name) < 1:
+            value = getattr(self, name)
+            if value is not None and value < 1:
                 raise ValueError(
                     f"recon Settings: `{name}` must be at least 1; got {getattr(self, name)}."
                 )
+
+    @property
+    def iterations(self) -> int:
+        """`iters`, or the solver's default."""
+        return self.iters or (CG_ITERS if self.reg == "none" else regularise.ITERS[self.reg])
+
+    @property
+    def method(self) -> str:
+        """ "CG-SENSE", or the prior and its solver, e.g. "TV (ADMM)"."""
+        if self.reg == "none":
+            return "CG-SENSE"
+        return f"{regularise.NAMES[self.reg]} ({regularise.SOLVERS[self.reg]})"
 
 
 class Reconstruction(NamedTuple):
     """What `reconstruct` returns: the image `(S, Nx, Ny[, Nz])` (complex64, cropped to the
     reconstruction matrix; S slices, 1 for a 3-D or non-Cartesian scan), the coil maps
     `(S, C, Nx, Ny[, Nz])` on the encoded grid, the density weights `(R, K)` (None for
-    Cartesian data), CG's residual norms per slice and iteration, the split chosen, and
-    the timed steps."""
+    Cartesian data), per slice CG's residual norms (`reg="none"`) or the regularised
+    objective $F(x_k)$ from $x_0 = 0$ on (`iterations + 1` values), the split chosen,
+    the weights λ per slice (empty for CG), and the timed steps."""
 
     image: np.ndarray
     maps: np.ndarray
@@ -70,6 +103,7 @@ class Reconstruction(NamedTuple):
     residuals: np.ndarray
     plan: str
     timeline: Timeline
+    lamdas: tuple[float, ...] = ()
 
 
 def reconstruct(
@@ -108,10 +142,10 @@ def reconstruct(
             estimate_maps(calibration[s], ndim, width, settings.maps)
             for s in _each(calibration, settings)
         ])  # fmt: skip
-    with timeline.step("CG-SENSE"):
-        images, residuals, plan = solve_slices(models, maps, data, settings, say)
+    with timeline.step(settings.method):
+        images, residuals, plan, lamdas = solve_slices(models, maps, data, settings, say)
     image = crop(images, raw.matrix)
-    return Reconstruction(image, maps, dcf, residuals, plan, timeline)
+    return Reconstruction(image, maps, dcf, residuals, plan, timeline, lamdas)
 
 
 def prewhiten(raw: RawData, say: Say) -> np.ndarray:
@@ -160,28 +194,47 @@ def estimate_maps(calibration: np.ndarray, ndim: int, width: int, method: str) -
 
 
 def solve_slices(models, maps, data, settings: Settings, say: Say):
-    """CG-SENSE per slice, with the normal operator of the first slice's model split by
-    `plan_batches` across the devices (the same split serves every slice: the same
-    shapes)."""
+    """CG-SENSE (or the regularised solve) per slice. CG runs on the normal operator of
+    each slice's model, a prior's solver on the model itself, split by `plan_batches`
+    across the devices as planned for the first slice (the same split serves every slice:
+    the same shapes). Returns the images, the histories, the split and the λ per slice."""
     plan = None
-    images, residuals = [], []
+    images, histories, lamdas = [], [], []
     for s in _each(maps, settings):
         A = models(s, maps[s])
+        op = A.N if settings.reg == "none" else A
         if plan is None:
-            plan = sharding.plan_batches(A.N, devices=settings.devices)
-            say(f"    split of A^H A: {_chosen(plan)}")
-        AN = sharding.create_batched_linop(A.N, plan)
-        x, norms = _cg(AN, A.H(jnp.asarray(data[s])), settings)
+            plan = sharding.plan_batches(op, devices=settings.devices)
+            say(f"    split of {'A^H A' if settings.reg == 'none' else 'A'}: {_chosen(plan)}")
+        split = sharding.create_batched_linop(op, plan)
+        y = jnp.asarray(data[s])
+        if settings.reg == "none":
+            x, history = _cg(split, A.H(y), settings)
+        else:
+            x, history, lamda = _regularised(split, A.H(y), y, settings)
+            if not lamdas:
+                say(f"    λ = {lamda:.3g} ({settings.iterations} iterations)")
+            lamdas.append(lamda)
         images.append(x)
-        residuals.append(norms)
-    return np.stack(images), np.stack(residuals), str(plan)
+        histories.append(history)
+    return np.stack(images), np.stack(histories), str(plan), tuple(lamdas)
 
 
 def _cg(AN: core.NamedLinop, b: jax.Array, settings: Settings) -> tuple[np.ndarray, np.ndarray]:
     result = alg.conjugate_gradients(
-        AN, b, max_num_iters=settings.iters, progress=settings.progress, return_info=True
+        AN, b, max_num_iters=settings.iterations, progress=settings.progress, return_info=True
     )
     return np.asarray(result.x, np.complex64), np.asarray(result.residual_norms)
+
+
+def _regularised(A: core.NamedLinop, b: jax.Array, y: jax.Array, settings: Settings):
+    """The prior's solve of `A x = y` (`b` = $A^H y$ sets λ): the image, the objective
+    per iteration and λ."""
+    fraction = settings.lamda or regularise.LAMDA[settings.reg]
+    run, lamda = regularise.solver(settings.reg, np.asarray(b), fraction, settings.iterations)
+    result = jax.jit(run)(A, y)
+    history = regularise.objective_history(settings.reg, result.objective, np.asarray(y))
+    return np.asarray(result.x, np.complex64), history, lamda
 
 
 def _chosen(plan) -> str:
