@@ -17,7 +17,7 @@
 #                                      and no torch, in .venv-py312 (torch tests skip; the
 #                                      operator contract runs in complex128 only). Without a
 #                                      Python 3.12 interpreter it prints a notice and exits 0.
-#                                      About 4 minutes.
+#                                      About 3 minutes cold (pip and 2 minutes of tests).
 #
 # CI (.ci/run) runs all three and torchlinops' own test suite (scripts/conformance.sh).
 # Further arguments go to pytest, e.g. `bash scripts/test.sh -k dense`.
@@ -149,30 +149,23 @@ py312_core() {
   echo "test.sh: installing jaxlinops[test,finufft] (editable) with the newest jax, no torch"
   "$py" -m pip install -q -U --upgrade-strategy eager -e ".[test,finufft]"
   echo "test.sh: setup took $((SECONDS - start)) s; $("$py" -c "$VERSIONS")"
-  # API drift between jax releases shows in the calls jaxlinops makes, not in the sizes
-  # or dtypes of the problems: here the per-operator contract runs in complex128 only, and
-  # the tests of the same operators and compiled calls at other sizes or in other
-  # combinations are left to the main stage: the per-operator split, batched and
-  # parameter-gradient checks (test_split.py, test_batched.py and test_grid_split.py split on
-  # the newest jax, and the contract differentiates every operator), the accuracy studies of
-  # the gridding operators and the grid-split variants (pencils, points, coils, blocks, the
-  # split Toeplitz kernel, per-frame), the trajectory gradients, construction inside jit,
-  # the docs, notebooks, demo, reconstruction command, tour and benchmark scripts, the GPU
-  # check's dry run, the property fuzz, the planner's choices, the two-process test, and
-  # the studies of the estimators and regularised solvers against their references
-  # (ESPIRiT and Pipe-Menon against sigpy, FISTA/ADMM/PDHG against numpy and sigpy).
+  # API drift between jax releases shows in the calls jaxlinops makes, not in the sizes,
+  # dtypes or combinations of the problems the main stage studies: here the files that
+  # make those calls (PY312_FILES: the core and its containers, jit/vmap/grad through the
+  # per-operator contract in complex128, the solvers' loops and custom derivatives, the
+  # proxes, jax.export, splitting and batching through shard_map, the distributed FFT and
+  # halo exchange, the Pallas and finufft gridding), about 2 minutes cold; everything
+  # else (the accuracy studies, the other dtypes, the scripts, notebooks, docs and
+  # references) runs in the main stage.
   local skip="test_batched_along_every_dim or test_split_matches_a_block_of_the_operator"
   skip+=" or test_grad_wrt_operator_arrays"
   skip+=" or (test_operator_contract and (float32 or float64 or complex64))"
-  local ignored=() name
-  for name in toeplitz nufft interp conv docs demo recon tour benchmarks notebooks gpu_check \
-    properties planner planner_grid multihost trajectory_grad construct_in_jit grid_coils \
-    grid_pencils grid_points grid_kernel grid_blocks per_frame nufft_accuracy coil_maps dcf \
-    fista admm_pdhg cs_reference; do
-    ignored+=("--ignore=tests/test_$name.py")
-  done
-  run_pytest "$py" -k "not ($skip)" "${ignored[@]}" "$@"
+  run_pytest "$py" -k "not ($skip)" "${PY312_FILES[@]/#/tests/test_}" "$@"
 }
+
+PY312_FILES=(contract.py core.py algebra.py containers.py dims.py declarations.py alg.py
+  solver_grad.py prox.py export.py split.py batched.py grid_split.py dfft.py halo.py fft.py
+  pallas_gridding.py gridding_jit.py nufft_finufft.py)
 
 case ${1:-} in
   --py312) py312_core "${@:2}" ;;

@@ -250,9 +250,14 @@ def test_add_checks_shapes(key):
         A + B
     D = jl.Diagonal(rand(key(), (2,)), "...")
     assert (D + jl.Identity("N")).ishape == ("N",)
-    # the usual slip: the identity of a regularised normal with the input's dim names
-    with pytest.raises(ValueError, match=r"has \(N\) but .* has \(N1\)\. A normal renames"):
-        A.N + jl.Identity("N")
+    # an operator that keeps the input's dims adopts a normal's renamed output dims
+    T = A.N + jl.Identity("N")
+    x = rand(key(), (2,))
+    assert (T.ishape, T.oshape) == (("N",), ("N1",))
+    assert_close(T(x), A.H(A(x)) + x, jnp.complex128)
+    # another renaming of the output still clashes, with a hint
+    with pytest.raises(ValueError, match=r"has \(N2\) but .* has \(N1\)\. A normal renames"):
+        A.N + jl.Identity("N", "N2")
 
 
 # --------------------------------------------------------------------------- Concat / Stack
