@@ -38,8 +38,17 @@ then `--repeats` calls of `App(...).run()` (building included). The table gives 
 medians and the ratio sigpy / jaxlinops (> 1: jaxlinops faster). Target (the issue): at
 least 3 for both.
 
-`--memory` (instead of the timings, which want one CPU device: simulated devices share
-the cores' threads): XLA's compiled per-device memory (`memory_analysis()`: arguments +
+Each reconstruction runs twice in jaxlinops: on one CPU device, and with the SENSE
+operator split by coils over one simulated CPU device per core (`CPU_DEVICES`: the most
+cores that divide the coils), `create_batched_linop(A, BatchSpec({"C": coils / d},
+device_matrix=jax.devices()))`, the data sharded alike: how jaxlinops uses the cores of a
+CPU with the same program as on a GPU mesh (`jax.config.update("jax_num_cpu_devices", d)`
+before the first computation). On one device XLA already threads its loops, but an FFT
+that follows one (the coil expansion before $F$) runs on one thread; split, each device
+transforms its coils on its own core. sigpy's numpy runs on one thread either way.
+
+`--memory` (instead of the timings: 8 simulated devices on a CPU of fewer cores share
+its threads): XLA's compiled per-device memory (`memory_analysis()`: arguments +
 output + temporaries) of the jitted PDHG TV reconstruction with the SENSE operator split
 by coils over 8 simulated CPU devices, `create_batched_linop(A, BatchSpec({"C": 1},
 device_matrix=jax.devices()))`, the data sharded alike, against the same program on one
@@ -226,10 +235,16 @@ def sigpy_apps(maps, mask, y, lamda: float, step: float, tau: float):
 # --------------------------------------------------------------------------- the table
 ROWS = {"wavelet": "ℓ1-wavelet (FISTA)", "tv": "TV (PDHG)"}
 HEAD = (
-    "| reconstruction | size | iters | sigpy s | jaxlinops s | compile s | sigpy / jaxlinops "
+    "| reconstruction | devices | sigpy s | jaxlinops s | compile s | sigpy / jaxlinops "
     "| objective sigpy | objective jaxlinops | rel. diff |\n"
-    "|---|---|---|---|---|---|---|---|---|---|"
+    "|---|---|---|---|---|---|---|---|---|"
 )
+
+
+def cpu_devices(coils: int) -> int:
+    """One device per core, as many as divide the coils."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return max(d for d in range(1, (cores or 1) + 1) if coils % d == 0)
 
 
 def speed(args: argparse.Namespace) -> None:
@@ -237,33 +252,45 @@ def speed(args: argparse.Namespace) -> None:
     A, D = sense(maps, mask), jl.FiniteDifference("Nx Ny")
     step, tau = steps(A, D, args.size)
     lamda = np.float32(args.lamda)
-    ours = {
-        "wavelet": (functools.partial(l1_wavelet, iters=args.iters), (A, y, lamda, step)),
+    models = {1: (A, y)}
+    devices = jax.devices()
+    if len(devices) > 1:
+        B = jl.create_batched_linop(
+            A, jl.BatchSpec({"C": args.coils // len(devices)}, device_matrix=devices)
+        )
+        models[len(devices)] = (B, jax.device_put(y, NamedSharding(B.mesh, PartitionSpec("C"))))
+    solvers = {
+        "wavelet": (functools.partial(l1_wavelet, iters=args.iters), step),
         # one more: jaxlinops' first PDHG iteration updates only the duals (x_1 = x_0)
-        "tv": (functools.partial(total_variation, iters=args.iters + 1), (A, y, lamda, tau)),
+        "tv": (functools.partial(total_variation, iters=args.iters + 1), tau),
     }
     theirs = sigpy_apps(maps, mask, y, args.lamda, step, tau)
     print(
         f"SENSE {args.size}x{args.size}, {args.coils} coils, Cartesian x{args.accel:g} "
         f"({mask[:, 0].mean():.1%} of the lines), complex64, lambda {args.lamda:g}, "
-        f"steps: FISTA {step:.4g}, PDHG sigma 1 tau {tau:.4g}; {os.cpu_count()} CPUs, "
+        f"{args.iters} iterations, steps: FISTA {step:.4g}, PDHG sigma 1 tau {tau:.4g}; "
+        f"{os.cpu_count()} CPUs, "
         f"load {os.getloadavg()[0]:.2f}; medians of {args.repeats}\n"
     )
     print(HEAD)
     for kind, label in ROWS.items():
-        fn, fn_args = ours[kind]
-        compile_s, mine, x_ours = time_jaxlinops(fn, fn_args, args.repeats)
         with orthogonal_sigpy_wavelet():
             other, x_theirs = time_sigpy(theirs[kind], args.iters, args.repeats)
-        f_ours = objective(x_ours, maps, mask, y, args.lamda, kind)
         f_theirs = objective(x_theirs, maps, mask, y, args.lamda, kind)
-        t_ours, t_theirs = statistics.median(mine), statistics.median(other)
-        print(
-            f"| {label} | {args.size}² × {args.coils} | {args.iters} | {t_theirs:.3f} | "
-            f"{t_ours:.3f} | {compile_s:.2f} | {t_theirs / t_ours:.2f} | {f_theirs:.7g} | "
-            f"{f_ours:.7g} | {abs(f_ours - f_theirs) / f_theirs:.1e} |",
-            flush=True,
-        )
+        t_theirs = statistics.median(other)
+        fn, step_or_tau = solvers[kind]
+        for count, (op, data) in models.items():
+            compile_s, mine, x_ours = time_jaxlinops(
+                fn, (op, data, lamda, step_or_tau), args.repeats
+            )
+            f_ours = objective(x_ours, maps, mask, y, args.lamda, kind)
+            t_ours = statistics.median(mine)
+            print(
+                f"| {label} | {count} | {t_theirs:.3f} | {t_ours:.3f} | {compile_s:.2f} | "
+                f"{t_theirs / t_ours:.2f} | {f_theirs:.7g} | {f_ours:.7g} | "
+                f"{abs(f_ours - f_theirs) / f_theirs:.1e} |",
+                flush=True,
+            )
     print(f"\nload after: {os.getloadavg()[0]:.2f}")
 
 
@@ -338,7 +365,8 @@ def main(argv: list[str] | None = None) -> None:
     if args.memory:  # before JAX starts its backend; used where there is no accelerator
         jax.config.update("jax_num_cpu_devices", DEVICES)
         memory(args)
-    else:
+    else:  # one CPU device per core (where there is no accelerator)
+        jax.config.update("jax_num_cpu_devices", cpu_devices(args.coils))
         speed(args)
 
 
