@@ -17,7 +17,8 @@
    $x$-update by CG on the same Toeplitz normal plus $D^H D$), locally low rank (8 × 8
    blocks of the image as matrices: there is no frame dim) by FISTA, with $\\lambda$ a
    fraction (`--lamda`) of the largest magnitude of $A^H \\sqrt{w} y$ in the regulariser's
-   domain; `jaxlinops._demo_cs` says why each solver and how $\\lambda$ was chosen;
+   domain, as `jaxlinops-recon --reg` solves it (`jaxlinops.recon._regularise` says why
+   each solver and how $\\lambda$ was chosen);
 6. the scanner-file path (skip it with `--no-scan`): the scan written as an ISMRMRD file,
    `scan.h5` next to the figure, and reconstructed from it as `jaxlinops-recon` does, with
    the noise prewhitened and the coil maps (ESPIRiT) and density weights (Pipe–Menon)
