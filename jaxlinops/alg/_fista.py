@@ -68,9 +68,9 @@ class _Problem(eqx.Module):
 class _FISTAState(NamedTuple):
     k: jax.Array
     x: jax.Array  # x_k
-    Ax: jax.Array  # A x_k
+    Kx: jax.Array  # K x_k: A x_k, or A^H A x_k (see `_run`)
     x_old: jax.Array  # x_{k-1}
-    Ax_old: jax.Array  # A x_{k-1}
+    Kx_old: jax.Array  # K x_{k-1}
 
 
 @overload
@@ -134,10 +134,15 @@ def fista(
     From $z_1 = x_0$, $t_1 = 1$, iteration $k$ (Beck & Teboulle, 2009):
     $x_k = \mathrm{prox}_{\tau g}(z_k - \tau A^H(A z_k - y))$,
     $t_{k+1} = (1 + \sqrt{1 + 4 t_k^2}) / 2$,
-    $z_{k+1} = x_k + \frac{t_k - 1}{t_{k+1}} (x_k - x_{k-1})$. One application of $A$ and
-    one of $A^H$ per iteration: $A z_{k+1}$ follows from $A x_k$ and $A x_{k-1}$ by
-    linearity, and the objective $F(x_k)$ comes with $A x_k$ (recorded in
-    `FISTAResult.objective`). $F(x_k) - F^* = O(1 / k^2)$ for a step $\tau \le 1 / L$,
+    $z_{k+1} = x_k + \frac{t_k - 1}{t_{k+1}} (x_k - x_{k-1})$. One application of the
+    normal `A.N` per iteration for a NamedLinop (its own normal: a NUFFT with
+    `toeplitz=True` keeps its Toeplitz embedding, no gridding in the loop):
+    $A^H (A z - y) = A^H A z - A^H y$, with $A^H A z_{k+1}$ from $A^H A x_k$ and
+    $A^H A x_{k-1}$ by linearity; the objective (recorded in `FISTAResult.objective`)
+    follows as $F(x_k) = \tfrac12 (\mathrm{Re}\langle x_k, A^H A x_k - 2 A^H y\rangle +
+    \|y\|^2) + g(x_k)$, its data term to about $\epsilon \|y\|^2$. A linear callable
+    takes one application of $A$ and one of $A^H$ per iteration instead, with
+    $F(x_k)$ from $A x_k$. $F(x_k) - F^* = O(1 / k^2)$ for a step $\tau \le 1 / L$,
     $L = \|A\|^2$; FISTA is not monotone.
 
     **Step:** with `step=None`, $\tau = 1 / (1.1\, \hat L)$, $\hat L$ the estimate of
@@ -295,6 +300,15 @@ def _operators(A: Operator, x: jax.Array):
     return (lambda v: A(v).astype(x.dtype)), adjoint
 
 
+def _normal_objective(Nx, x, b, yy, prox: AbstractProx, problem: _Problem) -> jax.Array:
+    r"""$F(x) = \tfrac12 (\mathrm{Re}\langle x, A^H A x - 2 A^H y\rangle + \|y\|^2) +
+    g(x)$ per system, from $A^H A x$ (`Nx`), $b = A^H y$ and `yy` $= \|y\|^2$ (the data
+    term to about $\epsilon \|y\|^2$: a difference of larger terms)."""
+    inner = jnp.real(jnp.conj(x) * (Nx - 2 * b))
+    data = (_system_sums(inner, problem.x_axes) + yy) / 2
+    return data + batched_value(prox, x, problem.x_axes).astype(data.dtype)
+
+
 def _objective(Ax, y, x, prox, problem: _Problem) -> jax.Array:
     r"""$\tfrac12 \|A x - y\|^2 + g(x)$ per system."""
     k = len(problem.y_axes)
@@ -307,37 +321,55 @@ def _objective(Ax, y, x, prox, problem: _Problem) -> jax.Array:
 def _run(
     A, prox, y, x0, step, problem: _Problem, tracker: Tracker | None, record: bool
 ) -> FISTAResult:
-    """The iterations; the objective (an extra $g(x)$ per iteration: a transform for
-    `L1(transform=...)`) only when it is returned (`record`) or shown (`tracker`), else
-    zeros."""
+    r"""The iterations, on $K x$ for $K = A^H A$ (`A.N` of a NamedLinop: the gradient
+    $K z - A^H y$, $F(x)$ by `_normal_objective`) or $K = A$ (a callable: the gradient
+    $A^H (K z - y)$, $F(x)$ from $A x$). The objective (an extra $g(x)$ per iteration: a
+    transform for `L1(transform=...)`) only when it is returned (`record`) or shown
+    (`tracker`), else zeros."""
     x = jnp.zeros(problem.x_shape, problem.dtype) if x0 is None else x0.astype(problem.dtype)
-    forward, adjoint = _operators(A, x)
-    Ax = jnp.zeros_like(y) if x0 is None else forward(x)
+    if isinstance(A, NamedLinop):
+        normal, b = A.N, A.H(y).astype(x.dtype)
+        K = lambda v: normal(v).astype(x.dtype)  # noqa: E731
+        gradient = lambda Kz: Kz - b  # noqa: E731
+        yy = _system_sums(jnp.real(jnp.conj(y) * y), problem.y_axes)
+        objective = lambda Nx, x: _normal_objective(Nx, x, b, yy, prox, problem)  # noqa: E731
+    else:
+        K, adjoint = _operators(A, x)
+        gradient = lambda Kz: adjoint(Kz - y)  # noqa: E731
+        objective = lambda Kx, x: _objective(Kx, y, x, prox, problem)  # noqa: E731
+    Kx = K(x) if x0 is not None else jnp.zeros(jax.eval_shape(K, x).shape, x.dtype)
     rest = tuple(a for a in range(x.ndim) if a not in problem.x_axes)
     tau = jnp.expand_dims(step, rest).astype(problem.dtype)
     site = 0 if tracker is None else tracker.site()
 
     def body(s: _FISTAState, beta: jax.Array) -> tuple[_FISTAState, jax.Array]:
-        b = beta.astype(problem.dtype)
-        z, Az = s.x + b * (s.x - s.x_old), s.Ax + b * (s.Ax - s.Ax_old)
-        new = batched_prox(prox, z - tau * adjoint(Az - y), step, problem.x_axes)
-        Anew = forward(new)
+        c = beta.astype(problem.dtype)
+        z, Kz = s.x + c * (s.x - s.x_old), s.Kx + c * (s.Kx - s.Kx_old)
+        new = batched_prox(prox, z - tau * gradient(Kz), step, problem.x_axes)
+        Knew = K(new)
         if record or tracker is not None:
-            objective = _objective(Anew, y, new, prox, problem)
+            value = objective(Knew, new)
         else:
-            objective = jnp.zeros(_batch_shape(problem), jnp.finfo(problem.dtype).dtype)
+            value = jnp.zeros(_batch_shape(problem), jnp.finfo(problem.dtype).dtype)
         if tracker is not None:
-            tracker.step(site, s.k + 1, objective=jnp.max(objective))
-        return _FISTAState(s.k + 1, new, Anew, s.x, s.Ax), objective
+            tracker.step(site, s.k + 1, objective=jnp.max(value))
+        return _FISTAState(s.k + 1, new, Knew, s.x, s.Kx), value
 
-    start = _FISTAState(jnp.zeros((), jnp.int32), x, Ax, x, Ax)
+    start = _FISTAState(jnp.zeros((), jnp.int32), x, Kx, x, Kx)
     betas = jnp.asarray(_momentum(problem.num_iters), jnp.finfo(problem.dtype).dtype)
     end, history = lax.scan(body, start, betas)
     if tracker is not None:
         tracker.finish(site, end.k)
-    first = _objective(Ax, y, x, prox, problem)
-    objective = jnp.concatenate([first[None], history])
-    return FISTAResult(end.x, objective, jnp.asarray(problem.num_iters), step)
+    if record:
+        history = jnp.concatenate([objective(Kx, x)[None], history])
+    return FISTAResult(end.x, history, jnp.asarray(problem.num_iters), step)
+
+
+def _system_sums(v: jax.Array, batch_axes: tuple[int, ...]) -> jax.Array:
+    """`v` summed over every axis but `batch_axes`: one value per system, the batch axes
+    in the order given."""
+    k = len(batch_axes)
+    return jnp.sum(jnp.moveaxis(v, batch_axes, range(k)), axis=tuple(range(k, v.ndim)))
 
 
 def _momentum(n: int) -> np.ndarray:
