@@ -153,8 +153,9 @@ py312_core() {
   # dtypes or combinations of the problems the main stage studies: here the files that
   # make those calls (PY312_FILES: the core and its containers, jit/vmap/grad through the
   # per-operator contract in complex128, the solvers' loops and custom derivatives, the
-  # proxes, jax.export, splitting and batching through shard_map, the distributed FFT and
-  # halo exchange, the Pallas and finufft gridding), about 2 minutes cold; everything
+  # proxes and FISTA, jax.export, splitting and batching through shard_map, the
+  # distributed FFT and halo exchange, the Pallas and finufft gridding), about 2 minutes
+  # cold; everything
   # else (the accuracy studies, the other dtypes, the scripts, notebooks, docs and
   # references) runs in the main stage.
   local skip="test_batched_along_every_dim or test_split_matches_a_block_of_the_operator"
@@ -164,8 +165,8 @@ py312_core() {
 }
 
 PY312_FILES=(contract.py core.py algebra.py containers.py dims.py declarations.py alg.py
-  solver_grad.py prox.py export.py split.py batched.py grid_split.py dfft.py halo.py fft.py
-  pallas_gridding.py gridding_jit.py nufft_finufft.py)
+  solver_grad.py fista.py prox.py export.py split.py batched.py grid_split.py dfft.py
+  halo.py fft.py pallas_gridding.py gridding_jit.py nufft_finufft.py)
 
 case ${1:-} in
   --py312) py312_core "${@:2}" ;;
