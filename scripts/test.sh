@@ -7,12 +7,12 @@
 #                                      interop.from_torchlinops: torch-named-linops without its
 #                                      GPU dependencies, plus the four it imports); ruff and
 #                                      pyright, then pytest on tests/ (which also runs the
-#                                      notebooks and builds the docs). About 21 minutes on 2
+#                                      notebooks and builds the docs). About 20 minutes on 2
 #                                      cores, 10 on a rerun (tests/conftest.py: compiled
 #                                      programs persist in .cache/jax).
 #   bash scripts/test.sh --other-cpus  the numerically sensitive tests again with XLA's
 #                                      defaults and its kernels for older CPUs (AVX2, SSE4.2),
-#                                      in .venv as the first command left it. About 2.5 minutes.
+#                                      in .venv as the first command left it. About 2 minutes.
 #   bash scripts/test.sh --py312       the core tests again on Python 3.12 with the newest jax
 #                                      and no torch, in .venv-py312 (torch tests skip; the
 #                                      operator contract runs in complex128 only). Without a
