@@ -7,7 +7,7 @@ import jax
 import numpy as np
 
 from .._arrays import as_inexact
-from .._core import Coupling, NamedLinop, Tiling, dims_field, identity_normal
+from .._core import Coupling, NamedLinop, SameDims, Tiling, dims_field, identity_normal
 from .._dims import Dims, DimsLike, as_dims, axis_of, fmt, is_wildcard
 from ..functional._wavelet import (
     check_sizes,
@@ -18,7 +18,7 @@ from ..functional._wavelet import (
 )
 
 
-class Wavelet(NamedLinop):
+class Wavelet(SameDims):
     r"""$y = W x$, the orthogonal multilevel discrete wavelet transform (DWT) along the
     named `transform_shape` dims, mapping `ioshape -> ioshape`.
 
@@ -101,14 +101,6 @@ class Wavelet(NamedLinop):
             raise TypeError(f"`Wavelet(level=...)` expects an int or None; got {level!r}.")
         if level is not None and level < 0:
             raise ValueError(f"`Wavelet(level=...)` must be at least 0; got {level}.")
-
-    @property
-    def ishape(self) -> Dims:
-        return self.ioshape
-
-    @property
-    def oshape(self) -> Dims:
-        return self.ioshape
 
     @property
     def name(self) -> str:
