@@ -25,7 +25,8 @@ from .recon._regularise import (
     NAMES,
     SOLVERS,
     objective_history,
-    solver,
+    prior,
+    solve,
 )
 
 
@@ -56,12 +57,12 @@ def regularise(
     reg = args.reg
     label = f"{NAMES[reg]}, {SOLVERS[reg]}"
     iters = args.reg_iters or ITERS[reg]
-    run, lamda = solver(reg, b, LAMDA[reg] if args.lamda is None else args.lamda, iters)
+    g, G, lamda = prior(reg, b, LAMDA[reg] if args.lamda is None else args.lamda)
     start = time.perf_counter()
-    compiled = jax.jit(run).lower(A, data).compile()
+    compiled = solve.lower(A, data, g, G, reg, iters).compile()
     compile_time = time.perf_counter() - start
     start = time.perf_counter()
-    result = jax.block_until_ready(compiled(A, data))
+    result = jax.block_until_ready(compiled(A, data, g, G, reg, iters))
     solve_time = time.perf_counter() - start
     objective = objective_history(reg, result.objective.addressable_data(0), data)
     iterations = (

@@ -327,3 +327,16 @@ def test_patch_nuclear_norm_in_a_solve_split_over_devices():
     split = jl.create_batched_linop(A, jl.BatchSpec({"C": 1}, device_matrix=jax.devices()[:8]))
     solve = jax.jit(lambda A, y: jl.alg.fista(A, y, PatchNuclearNorm(0.1), None, 5))
     np.testing.assert_allclose(solve(split, y), solve(A, y), rtol=1e-9, atol=1e-9)
+
+
+def test_a_prior_on_several_slices_compiles_once(tmp_path, monkeypatch):
+    """Two slices, two weights λ (one per slice's data): the regularised solve is traced
+    once, λ being an array inside the prox, not a constant of the program."""
+    cartesian_file(tmp_path / "knee.h5")
+    raw = jl.io.read_fastmri(tmp_path / "knee.h5")
+    traced = []
+    fista = jl.alg.fista
+    monkeypatch.setattr(jl.alg, "fista", lambda *a, **k: traced.append(1) or fista(*a, **k))
+    result = quiet_reconstruct(raw, reg="l1-wavelet", iters=3, devices=jax.devices()[:1])
+    assert len(result.lamdas) == 2 and result.lamdas[0] != result.lamdas[1]
+    assert len(traced) == 1

@@ -231,8 +231,8 @@ def _regularised(A: core.NamedLinop, b: jax.Array, y: jax.Array, settings: Setti
     """The prior's solve of `A x = y` (`b` = $A^H y$ sets λ): the image, the objective
     per iteration and λ."""
     fraction = settings.lamda or regularise.LAMDA[settings.reg]
-    run, lamda = regularise.solver(settings.reg, np.asarray(b), fraction, settings.iterations)
-    result = jax.jit(run)(A, y)
+    g, G, lamda = regularise.prior(settings.reg, np.asarray(b), fraction)
+    result = regularise.solve(A, y, g, G, settings.reg, settings.iterations)
     history = regularise.objective_history(settings.reg, result.objective, np.asarray(y))
     return np.asarray(result.x, np.complex64), history, lamda
 

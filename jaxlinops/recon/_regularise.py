@@ -38,7 +38,7 @@ with $\|A\| = 1$ by the demo's normalisation).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from typing import Any
 
 import equinox as eqx
 import jax
@@ -120,38 +120,40 @@ class PatchNuclearNorm(alg.AbstractProx):
         return jnp.sum(jax.lax.map(self.blocks.value, self._chunks(x)))
 
 
-def solver(reg: str, b: np.ndarray, fraction: float, iters: int) -> tuple[Callable, float]:
-    """The solve, `(A, y) -> FISTAResult | ADMMResult`, for regulariser `reg` on images
-    laid out as `GRID[:b.ndim]`, with λ = `fraction` × the scale of the adjoint image `b`
-    in its domain; and that λ."""
+def prior(reg: str, b: np.ndarray, fraction: float) -> tuple[alg.AbstractProx, Any, float]:
+    """The prior `reg` on images laid out as `GRID[:b.ndim]`: its prox $g$, the operator
+    $G$ inside it (`FiniteDifference` for ADMM's split, else None) and its weight λ =
+    `fraction` × the scale of the adjoint image `b` in its domain."""
     image, dims = np.asarray(b), GRID[: np.ndim(b)]
     if reg == "l1-wavelet":
         W = linops.Wavelet(dims, wavelet="db4")
         lamda = fraction * float(np.abs(W(image)).max())
-        g = alg.L1(lamda, W)
-        return lambda A, y: alg.fista(A, y, g, None, iters, return_info=True), lamda
+        return alg.L1(lamda, W), None, lamda
     if reg == "tv":
         D = linops.FiniteDifference(dims)
         lamda = fraction * float(np.abs(D(image)).max())
-        g = alg.L1(lamda)
-
-        def run(A, y):
-            return alg.admm(
-                A, y, g, D, rho=RHO, max_num_iters=iters, max_cg_iters=ADMM_CG_ITERS,
-                return_info=True,
-            )  # fmt: skip
-
-        return run, lamda
+        return alg.L1(lamda), D, lamda
     if reg != "llr":
         raise ValueError(f"unknown regulariser {reg!r}; expected one of {tuple(LAMDA)}.")
-    g = PatchNuclearNorm(1.0, BLOCK, image.ndim)
-    chunks = np.asarray(g._chunks(jnp.asarray(image)))
-    lamda = fraction * float(np.linalg.svd(chunks, compute_uv=False).max())
-    g = PatchNuclearNorm(lamda, BLOCK, image.ndim)
-    return lambda A, y: alg.fista(A, y, g, None, iters, return_info=True), lamda
+    chunks = PatchNuclearNorm(1.0, BLOCK, image.ndim)._chunks(jnp.asarray(image))
+    lamda = fraction * float(np.linalg.svd(np.asarray(chunks), compute_uv=False).max())
+    return PatchNuclearNorm(lamda, BLOCK, image.ndim), None, lamda
 
 
-def objective_history(reg: str, objective: np.ndarray, y: np.ndarray) -> np.ndarray:
+@eqx.filter_jit
+def solve(A, y, g: alg.AbstractProx, G, reg: str, iters: int):
+    """`prior`'s problem solved from 0 by its solver (`SOLVERS`), `iters` iterations: a
+    `FISTAResult` or `ADMMResult`. One compiled program per model layout, prior and
+    iteration count: λ is an array inside `g`, so slices and weights share it."""
+    if SOLVERS[reg] == "ADMM":
+        return alg.admm(
+            A, y, g, G, rho=RHO, max_num_iters=iters, max_cg_iters=ADMM_CG_ITERS,
+            return_info=True,
+        )  # fmt: skip
+    return alg.fista(A, y, g, None, iters, return_info=True)
+
+
+def objective_history(reg: str, objective: ArrayLike, y: np.ndarray) -> np.ndarray:
     """$F(x_k)$ for $k = 0, \\dots, K$ from $x_0 = 0$: FISTA records $F(x_0)$ first,
     ADMM records after each iteration, so $F(0) = \\|y\\|^2 / 2$ is prepended (every
     prior here is 0 at 0)."""
