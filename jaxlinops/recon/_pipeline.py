@@ -73,7 +73,7 @@ class Settings:
             value = getattr(self, name)
             if value is not None and value < 1:
                 raise ValueError(
-                    f"recon Settings: `{name}` must be at least 1; got {getattr(self, name)}."
+                    f"recon Settings: `{name}` must be at least 1; got {value}."
                 )
 
     @property
