@@ -311,9 +311,7 @@ def _normal_objective(Nx, x, b, yy, prox: AbstractProx, problem: _Problem) -> ja
 
 def _objective(Ax, y, x, prox, problem: _Problem) -> jax.Array:
     r"""$\tfrac12 \|A x - y\|^2 + g(x)$ per system."""
-    k = len(problem.y_axes)
-    sq = jnp.moveaxis(jnp.real((Ax - y) * jnp.conj(Ax - y)), problem.y_axes, range(k))
-    data = jnp.sum(sq, axis=tuple(range(k, sq.ndim))) / 2
+    data = _system_sums(jnp.real((Ax - y) * jnp.conj(Ax - y)), problem.y_axes) / 2
     return data + batched_value(prox, x, problem.x_axes).astype(data.dtype)
 
 
