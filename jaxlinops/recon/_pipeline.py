@@ -72,9 +72,7 @@ class Settings:
         for name in ("calib_width", "iters"):
             value = getattr(self, name)
             if value is not None and value < 1:
-                raise ValueError(
-                    f"recon Settings: `{name}` must be at least 1; got {value}."
-                )
+                raise ValueError(f"recon Settings: `{name}` must be at least 1; got {value}.")
 
     @property
     def iterations(self) -> int:
