@@ -42,6 +42,16 @@ def inner(a: ArrayLike, b: ArrayLike) -> jax.Array:
     return jnp.sum(jnp.conj(a) * b)
 
 
+def _host_inner(a: np.ndarray, b: np.ndarray) -> complex:
+    """`inner` in numpy, as the checks below compute it: results come to the host to be
+    compared anyway, and a JAX reduction would compile a program per shape and dtype."""
+    return complex(np.sum(np.conj(a) * b))
+
+
+def _norm(a: np.ndarray) -> float:
+    return float(np.linalg.norm(a.ravel()))
+
+
 def _check_close(what: str, got, want, rtol: float, atol: float) -> None:
     """Raise unless `got` is close to `want`. A size-1 axis of either matches any size of
     the other (a broadcast dim, as `SumReduce(...).H` returns without lengths, compared as
@@ -64,7 +74,7 @@ def _check_close(what: str, got, want, rtol: float, atol: float) -> None:
 def _tol(rtol, *arrays) -> float:
     if rtol is not None:
         return rtol
-    return max(default_rtol(jnp.asarray(a).dtype) for a in arrays)
+    return max(default_rtol(jnp.result_type(a)) for a in arrays)
 
 
 def assert_adjoint(
@@ -76,15 +86,14 @@ def assert_adjoint(
     $\|y\|\,\|A x\| + \|A^H y\|\,\|x\|$, the scale of each inner product's terms.
     """
     Ax, AHy = A(x), A.H(y)
-    lhs, rhs = inner(y, Ax), inner(AHy, x)
-    norms = lambda a: float(jnp.linalg.norm(jnp.ravel(a)))  # noqa: E731
-    scale = norms(y) * norms(Ax) + norms(AHy) * norms(x)
+    x, y, Ax, AHy = (np.asarray(a) for a in (x, y, Ax, AHy))
+    lhs, rhs = _host_inner(y, Ax), _host_inner(AHy, x)
+    scale = _norm(y) * _norm(Ax) + _norm(AHy) * _norm(x)
     tol = atol + _tol(rtol, x, y, Ax) * scale
-    if not abs(complex(lhs) - complex(rhs)) <= tol:
+    if not abs(lhs - rhs) <= tol:
         raise AssertionError(
-            f"Adjoint test failed for {A.name}: <y, A x> = {complex(lhs):.10g} but "
-            f"<A^H y, x> = {complex(rhs):.10g} (difference {abs(complex(lhs - rhs)):.3e}, "
-            f"allowed {tol:.3e})."
+            f"Adjoint test failed for {A.name}: <y, A x> = {lhs:.10g} but "
+            f"<A^H y, x> = {rhs:.10g} (difference {abs(lhs - rhs):.3e}, allowed {tol:.3e})."
         )
 
 
@@ -104,20 +113,20 @@ def assert_linear_transpose(
     This catches a hand-written adjoint that forgets a complex conjugate, which the dot
     test with real inputs cannot see.
     """
-    x = jnp.asarray(x)
-    want = jnp.conj(_transpose(A, x, jnp.conj(jnp.asarray(y)).astype(A(x).dtype)))
-    got = A.H(y)
-    if not jnp.iscomplexobj(x):  # the transpose of a real-to-complex map is Re(A^H y)
-        got = jnp.real(got)
+    want = _conj_transpose(A, x, y)
+    got = np.asarray(A.H(y))
+    if not np.iscomplexobj(x):  # the transpose of a real-to-complex map is Re(A^H y)
+        got = got.real
     _check_close(f"Linear-transpose test for {A.name}", got, want, _tol(rtol, x, y), atol)
 
 
 @jax.jit
-def _transpose(A: NamedLinop, x: jax.Array, v: jax.Array) -> jax.Array:
-    """$A^T v$ by `jax.linear_transpose` (`x` gives the input's shape and dtype), compiled
-    as one program."""
+def _conj_transpose(A: NamedLinop, x: jax.Array, y: jax.Array) -> jax.Array:
+    r"""$\overline{A^T \bar y}$ by `jax.linear_transpose` (`x` gives the input's shape and
+    dtype), compiled as one program."""
+    v = jnp.conj(y).astype(A(x).dtype)  # A(x) leaves only its dtype: XLA drops it
     (out,) = jax.linear_transpose(A, x)(v)
-    return out
+    return jnp.conj(out)
 
 
 class BaseNamedLinopTests:

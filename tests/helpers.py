@@ -50,7 +50,7 @@ def rand(seed: int, shape, dtype=jnp.complex128) -> jax.Array:
     values = rng.standard_normal(tuple(shape))
     if dtype.kind == "c":
         values = values + 1j * rng.standard_normal(tuple(shape))
-    return jnp.asarray(values.astype(dtype))
+    return jax.device_put(values.astype(dtype))  # jnp.asarray would compile a copy per shape
 
 
 def real_dtype(dtype):
