@@ -127,7 +127,7 @@ def as_array(value: object, what: str) -> jax.Array:
             f"would be silently downcast. Enable them with "
             f"`jax.config.update('jax_enable_x64', True)` or cast to 32 bits explicitly."
         )
-    return jnp.asarray(arr)
+    return jax.device_put(arr)  # jnp.asarray would compile a copy per shape (jax 0.10)
 
 
 @jax.jit

@@ -36,7 +36,10 @@ from pathlib import Path
 import jax
 
 ROOT = Path(__file__).resolve().parents[1]
-USER_XLA_FLAGS = os.environ.get("XLA_FLAGS", "")
+# the XLA_FLAGS the suite was started with (pytest-xdist's workers inherit the ones set here)
+USER_XLA_FLAGS = os.environ.setdefault(
+    "JAXLINOPS_TEST_USER_XLA_FLAGS", os.environ.get("XLA_FLAGS", "")
+)
 OLDER_EMITTERS = (
     os.environ.get("JAXLINOPS_TEST_XLA_DEFAULTS") != "1"
     and os.environ.get("JAXLINOPS_TEST_OLDER_EMITTERS") != "0"

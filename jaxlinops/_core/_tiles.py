@@ -16,6 +16,7 @@ then have one structure, whether or not they reach the end.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Iterable, Iterator, Mapping
 from typing import TypeVar
 
@@ -75,11 +76,18 @@ def valid_length(s: slice, size: int) -> int:
 def take(array: jax.Array, axis: int, s: slice, padded: bool) -> jax.Array:
     """`array` sliced by `s` along `axis`; when `padded`, zero-filled to the slice's full
     length where it runs past the end."""
-    out = jax.lax.slice_in_dim(array, *s.indices(array.shape[axis])[:2], axis=axis)
-    if not padded:
-        return out
+    start, stop, _ = s.indices(array.shape[axis])
+    length = s.stop - (s.start or 0) if padded else stop - start
+    return _take(array, start, axis=axis, valid=stop - start, length=length)
+
+
+@functools.partial(jax.jit, static_argnames=("axis", "valid", "length"))
+def _take(array: jax.Array, start: int, *, axis: int, valid: int, length: int) -> jax.Array:
+    """`valid` entries from `start` along `axis`, zero-filled to `length`: one program per
+    shape and lengths, whatever the start (the tiles of a grid share it)."""
+    out = jax.lax.dynamic_slice_in_dim(array, start, valid, axis=axis)
     widths = [(0, 0)] * array.ndim
-    widths[axis] = (0, s.stop - (s.start or 0) - out.shape[axis])
+    widths[axis] = (0, length - valid)
     return jnp.pad(out, widths)
 
 

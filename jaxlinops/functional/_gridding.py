@@ -96,13 +96,14 @@ def neighbourhoods(
     return Neighbourhoods(starts.T, (jnp.where(jnp.isnan(squared), jnp.nan, value),))
 
 
-def point_order(locs: jax.Array, grid: Sequence[int], frames: int = 0) -> jax.Array:
+@functools.partial(jax.jit, static_argnames=("grid", "frames"))
+def point_order(locs: jax.Array, grid: tuple[int, ...], frames: int = 0) -> jax.Array:
     """A visiting order for the points `locs` (`[F..., L..., D]`, grid units) that sorts them
     by grid cell (row-major, cells wrapped into the grid), each of the `frames` leading
     frame axes `F...` on its own: `[F..., prod(L...)]` int32, for the `order` argument of
     [`ungrid`][] and [`grid_points`][] (frame by frame, see [`frame_map`][]). Computing it
     costs a sort, so compute it once per set of points (it pays off for grids larger than
-    the CPU cache)."""
+    the CPU cache); one compiled program (`grid` a tuple)."""
     locs = locs.reshape(locs.shape[:frames] + (-1, locs.shape[-1]))
     if jnp.issubdtype(locs.dtype, jnp.floating):
         locs = jnp.floor(locs)

@@ -9,6 +9,7 @@ axis instead of copied per tile.
 
 from __future__ import annotations
 
+import functools
 from typing import TypeVar
 
 import equinox as eqx
@@ -53,7 +54,13 @@ def _stack_leaf(column: list, grid: tuple[int, ...]):
         first = np.take(cells, [0], axis=axis)
         if all(_same(a, b) for a, b in zip(cells.flat, np.broadcast_to(first, cells.shape).flat)):
             cells = first
-    return jnp.stack(list(cells.flat)).reshape(cells.shape + column[0].shape)
+    return _stack(list(cells.flat), cells.shape)
+
+
+@functools.partial(jax.jit, static_argnums=1)
+def _stack(arrays: list, grid: tuple[int, ...]) -> jax.Array:
+    """`arrays` stacked on the leading `grid` axes (one program)."""
+    return jnp.stack(arrays).reshape(grid + arrays[0].shape)
 
 
 def _same(a, b) -> bool:
@@ -62,7 +69,10 @@ def _same(a, b) -> bool:
         return True
     if isinstance(a, Tracer) or isinstance(b, Tracer):
         return False
-    return bool(jnp.array_equal(a, b))
+    return bool(_equal(a, b))
+
+
+_equal = jax.jit(jnp.array_equal)  # one program per shape, not one per step
 
 
 def tile_at(stacked: NamedLinop, index: tuple) -> NamedLinop:
@@ -99,7 +109,12 @@ def place(tiles: Tiles, mesh: Mesh | None, axes: tuple[str | None, ...]) -> Tile
 
 def _put(a, sharding: NamedSharding):
     """`a` (the same value in every process) placed with `sharding`; on a mesh spanning
-    processes, each process puts only its own shards."""
-    if sharding.is_fully_addressable or isinstance(a, Tracer):
+    processes, each process puts only its own shards. An array in the CPU's memory is cut
+    into shards by numpy (jax would compile a slicing program per shape and sharding)."""
+    if isinstance(a, Tracer):
+        return jax.device_put(a, sharding)
+    if a.is_fully_addressable and all(d.platform == "cpu" for d in a.devices()):
+        a = np.asarray(a)
+    if sharding.is_fully_addressable:
         return jax.device_put(a, sharding)
     return jax.make_array_from_callback(a.shape, sharding, lambda index: a[index])
