@@ -113,7 +113,8 @@ def _put(a, sharding: NamedSharding):
     into shards by numpy (jax would compile a slicing program per shape and sharding)."""
     if isinstance(a, Tracer):
         return jax.device_put(a, sharding)
-    if a.is_fully_addressable and all(d.platform == "cpu" for d in a.devices()):
+    on_cpu = isinstance(a, jax.Array) and all(d.platform == "cpu" for d in a.devices())
+    if on_cpu and a.is_fully_addressable:
         a = np.asarray(a)
     if sharding.is_fully_addressable:
         return jax.device_put(a, sharding)
