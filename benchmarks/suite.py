@@ -132,6 +132,9 @@ def main(argv=None) -> int:
     wall = time.perf_counter()
     machine["peaks"] = measure_peaks(args.quick)
     results = []
+    # the libraries' own objects stay for the whole run: freezing them keeps the full
+    # collection after each implementation (run_case) to the objects made since
+    gc.freeze()
     # a bar over the cases in a terminal or notebook (jaxlinops' progress setting)
     for case in iterate(cases, "benchmark cases", tqdm_kwargs={"leave": True}):
         print(f"running {case.label} ...", file=sys.stderr, flush=True)
