@@ -77,7 +77,8 @@ find_py312() {
 # run_pytest PYTHON [ARGS...]: the test suite, with a clear message when it collects nothing
 # (exit 5). A test whose worker process crashed (a segfault inside XLA's compiler, seen
 # rarely on jax 0.10) runs once more in a fresh process, with a notice naming it; the
-# run passes only if every other test passed and the rerun does. pytest's summary line ("N passed ...") is the last line of a passing run.
+# run passes only if every other test passed and the rerun does. pytest's summary line
+# ("N passed ...") is the last line of a passing run.
 run_pytest() {
   local rc=0 py=$1 log failed crashed=()
   shift
@@ -167,9 +168,8 @@ py312_core() {
   # per-operator contract in complex128, the solvers' loops and custom derivatives, the
   # proxes and FISTA, jax.export, splitting and batching through shard_map, the
   # distributed FFT and halo exchange, the Pallas and finufft gridding), about 2 minutes
-  # cold; everything
-  # else (the accuracy studies, the other dtypes, the scripts, notebooks, docs and
-  # references) runs in the main stage.
+  # cold; everything else (the accuracy studies, the other dtypes, the scripts, notebooks,
+  # docs and references) runs in the main stage.
   local skip="test_batched_along_every_dim or test_split_matches_a_block_of_the_operator"
   skip+=" or test_grad_wrt_operator_arrays"
   skip+=" or (test_operator_contract and (float32 or float64 or complex64))"

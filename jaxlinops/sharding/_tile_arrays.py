@@ -63,6 +63,9 @@ def _stack(arrays: list, grid: tuple[int, ...]) -> jax.Array:
     return jnp.stack(arrays).reshape(grid + arrays[0].shape)
 
 
+_equal = jax.jit(jnp.array_equal)  # one program per shape, not one per step
+
+
 def _same(a, b) -> bool:
     """Whether two arrays of the same shape and dtype are equal (identical under `jit`)."""
     if a is b:
@@ -70,9 +73,6 @@ def _same(a, b) -> bool:
     if isinstance(a, Tracer) or isinstance(b, Tracer):
         return False
     return bool(_equal(a, b))
-
-
-_equal = jax.jit(jnp.array_equal)  # one program per shape, not one per step
 
 
 def tile_at(stacked: NamedLinop, index: tuple) -> NamedLinop:
