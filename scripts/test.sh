@@ -7,8 +7,8 @@
 #                                      interop.from_torchlinops: torch-named-linops without its
 #                                      GPU dependencies, plus the four it imports); ruff and
 #                                      pyright, then pytest on tests/ (which also runs the
-#                                      notebooks and builds the docs). About 19 minutes on 2
-#                                      cores, 9 on a rerun (tests/conftest.py: compiled
+#                                      notebooks and builds the docs). About 13 minutes on 2
+#                                      cores, 8 on a rerun (tests/conftest.py: compiled
 #                                      programs persist in .cache/jax).
 #   bash scripts/test.sh --other-cpus  the numerically sensitive tests again with XLA's
 #                                      defaults and its kernels for older CPUs (AVX2, SSE4.2),
@@ -75,10 +75,10 @@ find_py312() {
 }
 
 # run_pytest PYTHON [ARGS...]: the test suite, with a clear message when it collects nothing
-# (exit 5). A test whose worker process crashed (a segfault inside XLA's compiler, seen
-# rarely on jax 0.10) runs once more in a fresh process, with a notice naming it; the
-# run passes only if every other test passed and the rerun does. pytest's summary line
-# ("N passed ...") is the last line of a passing run.
+# (exit 5). A test whose worker process crashed (a segfault in XLA's compiler or jax's
+# cache writer, about once a run on jax 0.10) runs once more in a fresh process, with a
+# notice naming it; the run passes only if every other test passed and the rerun does.
+# pytest's summary line ("N passed ...") is the last line of a passing run.
 run_pytest() {
   local rc=0 py=$1 log failed crashed=()
   shift
