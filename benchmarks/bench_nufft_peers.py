@@ -16,7 +16,10 @@ and adjoint (points -> image). Rows:
 - when jax-finufft is installed: jaxlinops with `backend="finufft"` (opt-in; `"auto"` is
   the JAX path) at eps 1e-2, 1e-4, 1e-6 against raw jax-finufft at the tolerance the
   operator passes it (eps / 3, "= jl finufft ..."), the two timed in turns on the same
-  inputs: what the operator adds.
+  inputs: what the operator adds;
+- `XLA FFT alone`: XLA's FFT of the oversampled grid of jaxlinops' defaults and nothing
+  else, the time below which no NUFFT built on XLA's FFT can go (its ratio is its share of
+  the defaults' time).
 
 Run it with `GLIBC_TUNABLES=glibc.malloc.hugetlb=1` as well as without: glibc serves every
 allocation above 32 MiB by a fresh `mmap`, so each call of any library page-faults its
@@ -40,6 +43,7 @@ Peers that are not installed are skipped with a notice.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib
 import math
 import os
@@ -54,6 +58,7 @@ except ImportError:  # run from a checkout without installing it
     import jaxlinops as jl
 
 import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 from harness import (  # noqa: E402
     QUICK,
@@ -135,6 +140,17 @@ def jaxlinops_impl(locs, grid, adjoint, options) -> tuple[Impl, str, dict]:
         tolerance=plan.eps,
     )
     return impl, settings, memory
+
+
+def fft_alone(locs, grid, adjoint) -> tuple[str, Impl, float]:
+    """XLA's FFT (inverse FFT for the adjoint) of the oversampled grid that jaxlinops'
+    defaults transform, and nothing else: the time no NUFFT built on XLA's FFT goes below.
+    Its settings, its Impl (each input repeated into the grid outside the timing) and a
+    NaN error."""
+    padded = jl.NUFFT(locs[:1], grid, ("K",), backend="jax").plan.padded_size
+    impl = jax_impl(jnp.fft.ifftn if adjoint else jnp.fft.fftn)
+    impl = dataclasses.replace(impl, fresh=lambda a: jax.device_put(np.resize(a, padded)))
+    return f"{'x'.join(map(str, padded))} grid, no gridding", impl, float("nan")
 
 
 def finufft_impl(mod, angles, grid, adjoint, eps) -> Impl:
@@ -234,6 +250,7 @@ def run_direction(rng, locs, grid, adjoint, peers, budget) -> list[dict]:
                 jl_rows.append((f"jl {label}", error, ms))
             else:  # timed below, in turns with raw jax-finufft at the plan's tolerance
                 finufft_rows.append((label, settings, impl, error, memory))
+    add("XLA FFT alone", *fft_alone(locs, grid, adjoint), jl_rows[0][2])
     makers = {
         "jax-finufft": lambda mod: lambda eps: finufft_impl(mod, angles, grid, adjoint, eps),
         "nufftax": lambda mod: lambda eps: nufftax_impl(mod, angles, grid, adjoint, eps),
@@ -269,9 +286,10 @@ def format_rows(label: str, rows: list[dict]) -> str:
         mem = "" if memory is None else (
             f"{memory['plan_bytes_per_point']:.0f} B/pt, {memory['temp_mib']:.0f} MiB"
         )  # fmt: skip
+        error = "" if math.isnan(row["error"]) else f"{row['error']:.1e}"
         lines.append(
             f"| {label} | {row['library']} | {row['settings']} | {t['median_ms']:.2f} ({iqr}) "
-            f"| {row['ratio']:.2f} | {row['error']:.1e} | {row['pts_per_s']:.2e} | {mem} |"
+            f"| {row['ratio']:.2f} | {error} | {row['pts_per_s']:.2e} | {mem} |"
         )
     return "\n".join(lines)
 

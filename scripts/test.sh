@@ -7,17 +7,18 @@
 #                                      interop.from_torchlinops: torch-named-linops without its
 #                                      GPU dependencies, plus the four it imports); ruff and
 #                                      pyright, then pytest on tests/ (which also runs the
-#                                      notebooks and builds the docs). About 13 minutes on 2
-#                                      cores, 8 on a rerun (tests/conftest.py: compiled
-#                                      programs persist in .cache/jax).
+#                                      notebooks and builds the docs). 13 to 19 minutes on 2
+#                                      cores (the machine's speed varies), 8 on a rerun
+#                                      (tests/conftest.py: compiled programs persist in
+#                                      .cache/jax).
 #   bash scripts/test.sh --other-cpus  the numerically sensitive tests again with XLA's
 #                                      defaults and its kernels for older CPUs (AVX2, SSE4.2),
-#                                      in .venv as the first command left it. About 2 minutes.
+#                                      in .venv as the first command left it. About 3 minutes.
 #   bash scripts/test.sh --py312       the core tests again on Python 3.12 with the newest jax
 #                                      and no torch, in .venv-py312 (torch tests skip; the
 #                                      operator contract runs in complex128 only). Without a
 #                                      Python 3.12 interpreter it prints a notice and exits 0.
-#                                      About 3 minutes cold (pip and 2 minutes of tests).
+#                                      About 4 minutes cold (pip and 2 minutes of tests).
 #
 # CI (.ci/run) runs all three and torchlinops' own test suite (scripts/conformance.sh).
 # Further arguments go to pytest, e.g. `bash scripts/test.sh -k dense`.
