@@ -126,7 +126,7 @@ def interp_points(
     if kernel == "pallas":
         out = _on_gpu_or_interpreted(pallas_ungrid, k, nbhd.starts, jnp.stack(nbhd.weights, 1))
     else:
-        out = _unless_wrapped(nbhd, k.shape[1:], lambda mode: gather_windows(k, nbhd, mode))
+        out = gather_windows(k, nbhd, "circular")
     # a scatter, not a gather by the inverse order: XLA would fuse the windows into that
     # gather and read them in the unsorted order (measured 4x slower at 262,144 points)
     return jnp.zeros_like(out).at[:, order].set(out, unique_indices=True)
