@@ -120,8 +120,10 @@ def interp_points(
     """The padded spectrum `k` `[B, *padded]` interpolated at the points `locs` `[P, D]`,
     visited in `order` `[P]`: `[B, P]`. `kernel` is one of `KERNELS` (Pallas runs in
     interpret mode off GPU)."""
-    # the barrier keeps XLA from fusing the polynomials into the gather, where they would be
-    # evaluated again for every window entry (measured 1.8x slower in 2-D)
+    # the barrier asks XLA not to fuse the polynomials into the gather, where they would be
+    # evaluated again for every window entry (measured 1.8x slower in 2-D); XLA's CPU
+    # compiler of jax 0.10 still fuses them in the whole 3-D forward NUFFT (its HLO), whose
+    # time stays that of the padded-grid gather this replaced (issue 33, item 3)
     nbhd = lax.optimization_barrier(nufft_windows(locs[order], k.shape[1:], width, beta))
     if kernel == "pallas":
         out = _on_gpu_or_interpreted(pallas_ungrid, k, nbhd.starts, jnp.stack(nbhd.weights, 1))
