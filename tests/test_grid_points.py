@@ -123,7 +123,7 @@ def test_compiled_grid_split_nufft_exchanges_and_never_gathers_the_grid():
         assert "all-gather" not in text
         temp = compiled.memory_analysis().temp_size_in_bytes
         unsplit = jax.jit(apply).lower(A, x).compile().memory_analysis().temp_size_in_bytes
-        assert temp < 0.4 * unsplit and temp < 1.5 * whole < unsplit
+        assert temp < 0.4 * unsplit and temp < 1.5 * whole < 0.6 * unsplit
 
 
 def test_grid_split_gridding_refusals_name_the_operator_and_dim():

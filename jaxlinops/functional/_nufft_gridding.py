@@ -120,15 +120,13 @@ def interp_points(
     """The padded spectrum `k` `[B, *padded]` interpolated at the points `locs` `[P, D]`,
     visited in `order` `[P]`: `[B, P]`. `kernel` is one of `KERNELS` (Pallas runs in
     interpret mode off GPU)."""
-    # the barrier asks XLA not to fuse the polynomials into the gather, where they would be
-    # evaluated again for every window entry (measured 1.8x slower in 2-D); XLA's CPU
-    # compiler of jax 0.10 still fuses them in the whole 3-D forward NUFFT (its HLO), whose
-    # time stays that of the padded-grid gather this replaced (issue 33, item 3)
+    # the barrier keeps XLA from fusing the polynomials into the gather, where they would be
+    # evaluated again for every window entry (measured 1.8x slower in 2-D)
     nbhd = lax.optimization_barrier(nufft_windows(locs[order], k.shape[1:], width, beta))
     if kernel == "pallas":
         out = _on_gpu_or_interpreted(pallas_ungrid, k, nbhd.starts, jnp.stack(nbhd.weights, 1))
     else:
-        out = gather_windows(k, nbhd, "circular")
+        out = _unless_wrapped(nbhd, k.shape[1:], lambda mode: gather_windows(k, nbhd, mode))
     # a scatter, not a gather by the inverse order: XLA would fuse the windows into that
     # gather and read them in the unsorted order (measured 4x slower at 262,144 points)
     return jnp.zeros_like(out).at[:, order].set(out, unique_indices=True)
