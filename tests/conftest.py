@@ -15,10 +15,11 @@ Compiling dominates the suite's time (its problems are small), so by default:
 - with jax 0.10, XLA's CPU backend generates its kernels with its older emitters
   (`--xla_cpu_use_fusion_emitters=false`, a flag jax 0.11 removed): they compile a small
   program about twice as fast (most of the suite's ~22,000 programs are small), which
-  takes the suite from about 18.5 to 11.5 minutes on 2 cores. The newer emitters, which users
-  get, still run in the stages with XLA's defaults (`--other-cpus`) and on Python 3.12
-  (jax 0.12). `NEEDS_FUSION_EMITTERS` lists the tests that the older emitters cannot
-  compile; they run in a child pytest without the flag.
+  takes the suite from about 18.5 to 11.5-16 minutes on 2 cores (the machine's speed
+  varies). The newer emitters, which users get, still run in the stages with XLA's
+  defaults (`--other-cpus`) and on Python 3.12 (jax 0.12). `NEEDS_FUSION_EMITTERS` lists
+  the tests that the older emitters cannot compile; they run in a child pytest without
+  the flag.
 - compiled programs persist in `.cache/jax` at the repository root (JAX's persistent
   compilation cache), shared by the pytest workers, the notebooks and the scripts the
   tests start, and by the next run (a rerun of the whole suite takes half the time).

@@ -70,6 +70,9 @@ def test_nufft_peers_script_runs():
     done = subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "| 2D 256x256, 65536 pts, adj | jaxlinops | defaults: os 1.25, w 4 |" in done.stdout
+    assert "| 2D 256x256, 65536 pts, fwd | XLA FFT alone | 320x320 grid, no gridding |" in (
+        done.stdout
+    )
 
 
 def test_espirit_script_runs():
