@@ -10,12 +10,8 @@ Compiling dominates the suite's time (its problems are small), so by default:
 - XLA's backend compiles at LLVM's `-O0` (`--xla_backend_optimization_level=0`): the same
   HLO programs, the same fusion and memory plans, code generated without LLVM's
   optimisations (about 1.3x faster to compile; running is slower, but these problems are
-  tiny), and in one piece (`--xla_cpu_parallel_codegen_split_count=1`: the same code,
-  about 6% faster to compile than split for threads). The numerically sensitive tests
-  run again with XLA's defaults for other CPUs (`scripts/test.sh --other-cpus`), and the
-  GPU check with XLA's defaults.
-- with jax 0.10, lowering reuses MLIR contexts as jax 0.12 does (`reuse_ir_contexts`):
-  it halves the time of lowering a small program.
+  tiny). The numerically sensitive tests run again with XLA's defaults for other CPUs
+  (`scripts/test.sh --other-cpus`), and the GPU check with XLA's defaults.
 - with jax 0.10, XLA's CPU backend generates its kernels with its older emitters
   (`--xla_cpu_use_fusion_emitters=false`, a flag jax 0.11 removed): they compile a small
   program about twice as fast (most of the suite's ~22,000 programs are small), which
@@ -36,7 +32,6 @@ import functools
 import os
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import jax
@@ -58,8 +53,7 @@ if os.environ.get("JAXLINOPS_TEST_XLA_DEFAULTS") != "1":
         if OLDER_EMITTERS
         else USER_XLA_FLAGS
     )
-    fast = "--xla_backend_optimization_level=0 --xla_cpu_parallel_codegen_split_count=1"
-    os.environ["XLA_FLAGS"] = f"{fast} {flags}".strip()
+    os.environ["XLA_FLAGS"] = f"--xla_backend_optimization_level=0 {flags}".strip()
     os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", str(ROOT / ".cache" / "jax"))
     os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0"
     os.environ["JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES"] = "0"
@@ -74,30 +68,6 @@ jax.config.update("jax_numpy_dtype_promotion", "strict")
 
 import helpers  # noqa: E402
 import pytest  # noqa: E402
-
-
-def reuse_ir_contexts() -> None:
-    """jax 0.12's MLIR context policy on older jax: a thread reuses its context for up to
-    10 lowerings. jax 0.10 makes a new context (loading every dialect: about 8 ms) for
-    each of the suite's ~20,000 lowerings, half the time of lowering a small program."""
-    if jax.__version_info__ >= (0, 11):
-        return  # jax does this itself
-    from jax._src.interpreters import mlir
-
-    local, make = threading.local(), mlir.make_ir_context
-
-    def make_ir_context():
-        context, uses = getattr(local, "context", (None, 10))
-        if uses >= 10:
-            context, uses = make(), 0
-        local.context = (context, uses + 1)
-        return context
-
-    mlir.make_ir_context = make_ir_context
-
-
-if os.environ.get("JAXLINOPS_TEST_XLA_DEFAULTS") != "1":
-    reuse_ir_contexts()
 
 
 def pytest_configure(config):
