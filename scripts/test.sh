@@ -78,20 +78,29 @@ find_py312() {
 
 # pip_install PYTHON [--upgrade] ARGS...: `pip install ARGS` into PYTHON's venv, done by uv
 # (installed there first): about 20 s instead of pip's 105 s for the first command's
-# packages, which pip resolves to the same versions. uv takes pip's extra wheel directories
-# from PIP_FIND_LINKS (where a machine may keep torch's CPU build); where uv cannot be
-# installed or fails, pip installs ARGS, with a notice. `--upgrade` upgrades every
-# requirement (pip's `-U --upgrade-strategy eager`).
+# packages, resolved to the same versions. uv is given the indexes and wheel directories of
+# pip's configuration (`pip config list`: its files and PIP_* variables, e.g. a directory
+# or index holding torch's CPU build) and, like pip, takes the best version from any of
+# them. Where uv cannot be installed or fails, pip installs ARGS, with a notice.
+# `--upgrade` upgrades every requirement (pip's `-U --upgrade-strategy eager`).
 pip_install() {
-  local py=$1 links=() link uv_up=() pip_up=()
+  local py=$1 uv_args=(--index-strategy unsafe-best-match) pip_up=() line key value v
   shift
   if [[ ${1:-} == --upgrade ]]; then
-    uv_up=(--upgrade) pip_up=(-U --upgrade-strategy eager)
+    uv_args+=(--upgrade) pip_up=(-U --upgrade-strategy eager)
     shift
   fi
-  for link in ${PIP_FIND_LINKS:-}; do links+=(--find-links "$link"); done
+  while IFS= read -r line; do  # e.g. global.find-links='/opt/wheels'
+    key=${line%%=*} value=${line#*=}
+    value=${value#\'} value=${value%\'}
+    case ${key##*.} in
+      find-links) for v in $value; do uv_args+=(--find-links "$v"); done ;;
+      index-url) uv_args+=(--index-url "$value") ;;
+      extra-index-url) for v in $value; do uv_args+=(--extra-index-url "$v"); done ;;
+    esac
+  done < <("$py" -m pip config list 2>/dev/null)
   if "$py" -m pip install -q uv >/dev/null 2>&1 \
-    && "$py" -m uv pip install -q --python "$py" "${links[@]}" "${uv_up[@]}" "$@"; then
+    && "$py" -m uv pip install -q --python "$py" "${uv_args[@]}" "$@"; then
     return 0
   fi
   echo "test.sh: notice: uv could not install $*; pip installs it"
