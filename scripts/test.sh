@@ -77,14 +77,17 @@ find_py312() {
 }
 
 # pip_install PYTHON [--upgrade] ARGS...: `pip install ARGS` into PYTHON's venv, done by uv
-# (installed there first): about 20 s instead of pip's 105 s for the first command's
-# packages, resolved to the same versions. uv is given the indexes and wheel directories of
+# (installed there first): about 30 s instead of pip's 105 s for the first command's
+# packages, resolved to the same versions and compiled to bytecode as pip does (without
+# it, each process imports jax and torch from source where PYTHONDONTWRITEBYTECODE is set:
+# 4 s more per pytest worker, notebook and script). uv is given the indexes and wheel directories of
 # pip's configuration (`pip config list`: its files and PIP_* variables, e.g. a directory
 # or index holding torch's CPU build) and, like pip, takes the best version from any of
 # them. Where uv cannot be installed or fails, pip installs ARGS, with a notice.
 # `--upgrade` upgrades every requirement (pip's `-U --upgrade-strategy eager`).
 pip_install() {
-  local py=$1 uv_args=(--index-strategy unsafe-best-match) pip_up=() line key value v
+  local py=$1 uv_args=(--compile-bytecode --index-strategy unsafe-best-match) pip_up=()
+  local line key value v
   shift
   if [[ ${1:-} == --upgrade ]]; then
     uv_args+=(--upgrade) pip_up=(-U --upgrade-strategy eager)
