@@ -77,14 +77,14 @@ find_py312() {
 }
 
 # pip_install PYTHON [--upgrade] ARGS...: `pip install ARGS` into PYTHON's venv, done by uv
-# (installed there first): about 30 s instead of pip's 105 s for the first command's
-# packages, resolved to the same versions and compiled to bytecode as pip does (without
-# it, each process imports jax and torch from source where PYTHONDONTWRITEBYTECODE is set:
-# 4 s more per pytest worker, notebook and script). uv is given the indexes and wheel directories of
-# pip's configuration (`pip config list`: its files and PIP_* variables, e.g. a directory
-# or index holding torch's CPU build) and, like pip, takes the best version from any of
-# them. Where uv cannot be installed or fails, pip installs ARGS, with a notice.
-# `--upgrade` upgrades every requirement (pip's `-U --upgrade-strategy eager`).
+# (installed there first): 30-55 s instead of pip's 105 s for the first command's packages,
+# resolved to the same versions and compiled to bytecode as pip does (without it, where
+# PYTHONDONTWRITEBYTECODE is set, each pytest worker, notebook and script imports jax and
+# torch from source: 4 s more each). uv is given the indexes, wheel directories and
+# constraints of pip's configuration (`pip config list`: its files and PIP_* variables,
+# e.g. a directory or index holding torch's CPU build) and, like pip, takes the best
+# version from any of them. Where uv cannot be installed or fails, pip installs ARGS, with
+# a notice. `--upgrade` upgrades every requirement (pip's `-U --upgrade-strategy eager`).
 pip_install() {
   local py=$1 uv_args=(--compile-bytecode --index-strategy unsafe-best-match) pip_up=()
   local line key value v
@@ -100,6 +100,7 @@ pip_install() {
       find-links) for v in $value; do uv_args+=(--find-links "$v"); done ;;
       index-url) uv_args+=(--index-url "$value") ;;
       extra-index-url) for v in $value; do uv_args+=(--extra-index-url "$v"); done ;;
+      constraint) for v in $value; do uv_args+=(--constraint "$v"); done ;;
     esac
   done < <("$py" -m pip config list 2>/dev/null)
   if "$py" -m pip install -q uv >/dev/null 2>&1 \
