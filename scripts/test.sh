@@ -8,7 +8,7 @@
 #                                      interop.from_torchlinops: torch-named-linops without its
 #                                      GPU dependencies, plus the four it imports); ruff and
 #                                      pyright, then pytest on tests/ (which also runs the
-#                                      notebooks and builds the docs). 13 to 19 minutes on 2
+#                                      notebooks and builds the docs). 12.5 to 18 minutes on 2
 #                                      cores (the machine's speed varies), 8 on a rerun
 #                                      (tests/conftest.py: compiled programs persist in
 #                                      .cache/jax).
@@ -19,7 +19,7 @@
 #                                      and no torch, in .venv-py312 (torch tests skip; the
 #                                      operator contract runs in complex128 only). Without a
 #                                      Python 3.12 interpreter it prints a notice and exits 0.
-#                                      About 4 minutes cold (pip and 2 minutes of tests).
+#                                      About 3 minutes cold (uv and 2 minutes of tests).
 #
 # CI (.ci/run) runs all three and torchlinops' own test suite (scripts/conformance.sh).
 # Further arguments go to pytest, e.g. `bash scripts/test.sh -k dense`.
