@@ -8,10 +8,10 @@
 #                                      interop.from_torchlinops: torch-named-linops without its
 #                                      GPU dependencies, plus the four it imports); ruff and
 #                                      pyright, then pytest on tests/ (which also runs the
-#                                      notebooks and builds the docs). 12.5 to 18 minutes on 2
-#                                      cores (the machine's speed varies), 8 on a rerun
-#                                      (tests/conftest.py: compiled programs persist in
-#                                      .cache/jax).
+#                                      notebooks and builds the docs). 10.5 minutes on 2 cores
+#                                      on a fast day (the machine's speed varies up to 2x),
+#                                      about half on a rerun (tests/conftest.py: compiled
+#                                      programs persist in .cache/jax).
 #   bash scripts/test.sh --other-cpus  the numerically sensitive tests again with XLA's
 #                                      defaults and its kernels for older CPUs (AVX2, SSE4.2),
 #                                      in .venv as the first command left it. About 3 minutes.
