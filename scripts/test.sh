@@ -8,8 +8,8 @@
 #                                      interop.from_torchlinops: torch-named-linops without its
 #                                      GPU dependencies, plus the four it imports); ruff and
 #                                      pyright, then pytest on tests/ (which also runs the
-#                                      notebooks and builds the docs). 10.5 minutes on 2 cores
-#                                      on a fast day (the machine's speed varies up to 2x),
+#                                      notebooks and builds the docs). 10.5-11 minutes on 2
+#                                      cores on a fast day (the machine's speed varies up to 2x),
 #                                      about half on a rerun (tests/conftest.py: compiled
 #                                      programs persist in .cache/jax).
 #   bash scripts/test.sh --other-cpus  the numerically sensitive tests again with XLA's
