@@ -33,7 +33,8 @@ Compiling dominates the suite's time (its problems are small), so by default:
   instead of 167-172 s, though it compiled 7,400 programs instead of 5,500 (the
   persistent cache answers the repeats), and the whole suite 661 s instead of 754 s.
 
-`JAXLINOPS_TEST_XLA_DEFAULTS=1` keeps XLA's defaults and no cache: what a user runs.
+`JAXLINOPS_TEST_XLA_DEFAULTS=1` keeps XLA's defaults, no cache and the in-memory caches
+(the GPU check): what a user runs.
 These settings reach the subprocesses the tests start through the environment.
 """
 
@@ -46,6 +47,18 @@ from pathlib import Path
 import jax
 
 ROOT = Path(__file__).resolve().parents[1]
+# programs lowered since JAX's in-memory caches were last emptied (counted only with the
+# persistent cache, which answers the programs needed again)
+LOWERINGS_PER_CLEAR = 300
+_lowered_since_clear = [0]
+
+
+def _count_lowerings(event: str, duration: float, **kwargs) -> None:
+    del duration, kwargs
+    if event == "/jax/core/compile/jaxpr_to_mlir_module_duration":
+        _lowered_since_clear[0] += 1
+
+
 # the XLA_FLAGS the suite was started with (pytest-xdist's workers inherit the ones set here)
 USER_XLA_FLAGS = os.environ.setdefault(
     "JAXLINOPS_TEST_USER_XLA_FLAGS", os.environ.get("XLA_FLAGS", "")
@@ -70,18 +83,7 @@ if os.environ.get("JAXLINOPS_TEST_XLA_DEFAULTS") != "1":
     jax.config.update("jax_compilation_cache_dir", os.environ["JAX_COMPILATION_CACHE_DIR"])
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
-
-LOWERINGS_PER_CLEAR = 300
-_lowered_since_clear = [0]
-
-
-def _count_lowerings(event: str, duration: float, **kwargs) -> None:
-    del duration, kwargs
-    if event == "/jax/core/compile/jaxpr_to_mlir_module_duration":
-        _lowered_since_clear[0] += 1
-
-
-jax.monitoring.register_event_duration_secs_listener(_count_lowerings)
+    jax.monitoring.register_event_duration_secs_listener(_count_lowerings)
 jax.config.update("jax_num_cpu_devices", int(os.environ.get("JAXLINOPS_TEST_CPU_DEVICES", "8")))
 jax.config.update("jax_enable_x64", True)
 jax.config.update("jax_numpy_rank_promotion", "raise")
