@@ -8,7 +8,7 @@
 #                                      interop.from_torchlinops: torch-named-linops without its
 #                                      GPU dependencies, plus the four it imports); ruff and
 #                                      pyright, then pytest on tests/ (which also runs the
-#                                      notebooks and builds the docs). 10.5-11 minutes on 2
+#                                      notebooks and builds the docs). 10.5-12 minutes on 2
 #                                      cores on a fast day (the machine's speed varies up to 2x),
 #                                      about half on a rerun (tests/conftest.py: compiled
 #                                      programs persist in .cache/jax).
