@@ -12,33 +12,80 @@ and the inverse is the conjugate ramps around `ifftn`.
 
 from __future__ import annotations
 
+import math
+
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax import lax
 
 from .._arrays import right_align
 
 
-def centered_fftn(x: jax.Array, ndim: int, inverse: bool = False, norm: str = "ortho") -> jax.Array:
-    """`fftshift(fn(ifftshift(x, axes), axes=axes, norm=norm), axes)` over the last `ndim`
+def centered_fftn(
+    x: jax.Array,
+    ndim: int,
+    inverse: bool = False,
+    norm: str = "ortho",
+    spectrum_signs: bool = False,
+) -> jax.Array:
+    r"""`fftshift(fn(ifftshift(x, axes), axes=axes, norm=norm), axes)` over the last `ndim`
     axes, `fn` being `jnp.fft.fftn` or (`inverse`) `jnp.fft.ifftn`; without the shifts.
-    Real inputs give complex outputs of the same precision."""
+    Real inputs give complex outputs of the same precision.
+
+    `spectrum_signs`: on an axis of even length $M$ the ramp on the spectrum's side (after
+    the forward transform, before the inverse) is a sign per sample, $(-1)^{k - c}$ and
+    $(-1)^k$, and the caller may apply it itself where it costs nothing (the NUFFT folds it
+    into its kernel weights). With `spectrum_signs=True` that ramp is left out: the result
+    is $S\,\mathcal{F}_c x$ (forward) or $\mathcal{F}_c^{-1} (S x)$ (inverse) with
+    $S = \prod_{d\ \mathrm{even}} (-1)^{k_d}$. The constant $(-1)^c$ of the forward and the
+    normalisation move to the ramps on the image's side, so the spectrum's side is the bare
+    FFT: one pass over the array fewer."""
     axes = tuple(range(-ndim, 0))
     shape = x.shape[x.ndim - ndim :]
     with jax.numpy_dtype_promotion("standard"):
         x = x.astype(jnp.result_type(x.dtype, jnp.complex64))
-    x = _ramped(x, shape, inverse, post=False)
-    x = (jnp.fft.ifftn if inverse else jnp.fft.fftn)(x, axes=axes, norm=norm)
-    return _ramped(x, shape, inverse, post=True)
+    if not spectrum_signs:
+        x = _ramped(x, shape, inverse, post=False)
+        x = (jnp.fft.ifftn if inverse else jnp.fft.fftn)(x, axes=axes, norm=norm)
+        return _ramped(x, shape, inverse, post=True)
+    # XLA's transforms: the forward unscaled, the inverse divided by the size; the rest of
+    # the normalisation (the forward's `scale`, the inverse's 1 / (size scale)) goes to the
+    # image's side
+    size = math.prod(shape)
+    scale = {"backward": 1.0, "ortho": size**-0.5, "forward": 1.0 / size}[norm]
+    if inverse:
+        x = _ramped(x, shape, True, post=False, spectrum_signs=True)
+        x = lax.fft(x, lax.FftType.IFFT, shape)
+        return _ramped(x, shape, True, post=True, spectrum_signs=True, scale=1.0 / scale)
+    x = _ramped(x, shape, False, post=False, spectrum_signs=True, scale=scale)
+    x = lax.fft(x, lax.FftType.FFT, shape)
+    return _ramped(x, shape, False, post=True, spectrum_signs=True)
 
 
-def _ramped(x: jax.Array, shape: tuple[int, ...], conj: bool, post: bool) -> jax.Array:
+def _ramped(
+    x: jax.Array,
+    shape: tuple[int, ...],
+    conj: bool,
+    post: bool,
+    spectrum_signs: bool = False,
+    scale: float = 1.0,
+) -> jax.Array:
     r"""`x` times $e^{\pm 2\pi i c (j - c)/M}$ (`post`) or $e^{\pm 2\pi i c j/M}$ along each
     of its last `len(shape)` axes: one small constant per axis, computed in double
-    precision with the exponent reduced modulo $M$, then cast to `x`'s (complex) dtype."""
+    precision with the exponent reduced modulo $M$, then cast to `x`'s (complex) dtype.
+    With `spectrum_signs`, even axes skip the spectrum side's ramp (see
+    [`centered_fftn`][]); `scale` multiplies the first ramp applied."""
+    spectrum_side = post != conj
     for axis, m in enumerate(shape, start=-len(shape)):
         c = m // 2
+        folded = spectrum_signs and m % 2 == 0
+        if folded and spectrum_side:
+            continue
         j = np.arange(m) - (c if post else 0)
         ramp = np.exp((-2j if conj else 2j) * np.pi * (c * j % m) / m)
+        if folded and not conj:  # the forward's (-1)^c, moved from the spectrum's side
+            ramp = ramp * (-1) ** c
+        ramp, scale = ramp * scale, 1.0
         x = x * right_align(jnp.asarray(ramp.reshape((m,) + (1,) * (-axis - 1)), x.dtype), x.ndim)
     return x

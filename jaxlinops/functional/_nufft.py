@@ -251,12 +251,12 @@ def nufft_unchecked(x: jax.Array, plan: NUFFTPlan) -> jax.Array:
         return per_frame(nufft_unchecked, x, ndim, plan)
     if plan.backend == "finufft":
         return finufft_forward_unchecked(x, _cycles(plan), plan.grid_size, plan.eps)
-    if plan.mode == "interpolate":
-        x = _apodized(x, plan)
-    k = centered_fftn(center_pad(x, plan.grid_size, plan.padded_size), ndim)
     if plan.mode == "sampling":
+        k = centered_fftn(center_pad(x, plan.grid_size, plan.padded_size), ndim)
         return gather(k, tuple(jnp.moveaxis(plan.locs, -1, 0)))
-    return ungrid_plan(k, plan) / plan.scale
+    padded = center_pad(_apodized(x, plan), plan.grid_size, plan.padded_size)
+    k = centered_fftn(padded, ndim, spectrum_signs=True)  # the signs go to the weights
+    return ungrid_plan(k, plan, signs=True) / plan.scale
 
 
 @jax.jit
@@ -269,12 +269,10 @@ def nufft_adjoint_unchecked(y: jax.Array, plan: NUFFTPlan) -> jax.Array:
         return finufft_adjoint_unchecked(y, _cycles(plan), plan.grid_size, plan.eps)
     if plan.mode == "sampling":
         k = scatter(y, tuple(jnp.moveaxis(plan.locs, -1, 0)), plan.padded_size)
-    else:
-        k = grid_plan(y / plan.scale, plan)
-    x = center_crop(centered_fftn(k, ndim, inverse=True), plan.padded_size, plan.grid_size)
-    if plan.mode == "sampling":
-        return x
-    return _apodized(x, plan)
+        return center_crop(centered_fftn(k, ndim, inverse=True), plan.padded_size, plan.grid_size)
+    k = grid_plan(y / plan.scale, plan, signs=True)  # the FFT's signs are in the weights
+    x = centered_fftn(k, ndim, inverse=True, spectrum_signs=True)
+    return _apodized(center_crop(x, plan.padded_size, plan.grid_size), plan)
 
 
 def per_frame(fn: Callable, vals: jax.Array, trailing: int, plan: NUFFTPlan) -> jax.Array:
@@ -478,27 +476,30 @@ def _apodize_weights(name, weights, grid, padded, width, beta, dtype) -> jax.Arr
     return weights
 
 
-def ungrid_plan(k: jax.Array, plan: NUFFTPlan) -> jax.Array:
+def ungrid_plan(k: jax.Array, plan: NUFFTPlan, signs: bool = False) -> jax.Array:
     """The padded spectrum `k` `[B..., *padded]` interpolated at the plan's points (not
-    divided by the scale)."""
+    divided by the scale); `signs`: times $(-1)^g$ at grid index $g$ of each even axis
+    (`_nufft_gridding.nufft_windows`)."""
     assert plan.order is not None, "an interpolate-mode plan has a point order"
     ndim = len(plan.grid_size)
     batch, points = k.shape[: k.ndim - ndim], plan.locs.shape[:-1]
     flat, locs = _flat(k.reshape((-1,) + plan.padded_size), plan.locs)
     kernel = "pallas" if plan.backend == "pallas" else "xla"
-    out = interp_points(flat, locs, plan.order, plan.width, plan.beta, kernel)
+    out = interp_points(flat, locs, plan.order, plan.width, plan.beta, kernel, signs)
     return out.reshape(batch + points)
 
 
-def grid_plan(y: jax.Array, plan: NUFFTPlan) -> jax.Array:
+def grid_plan(y: jax.Array, plan: NUFFTPlan, signs: bool = False) -> jax.Array:
     """The point values `y` `[B..., L...]` spread onto the padded grid (not divided by
-    the scale): the adjoint of [`ungrid_plan`][]."""
+    the scale): the adjoint of [`ungrid_plan`][] (with the same `signs`)."""
     assert plan.order is not None, "an interpolate-mode plan has a point order"
     points = plan.locs.shape[:-1]
     batch = y.shape[: y.ndim - len(points)]
     flat, locs = _flat(y.reshape((-1, math.prod(points))), plan.locs)
     kernel = "pallas" if plan.backend == "pallas" else "xla"
-    out = spread_points(flat, locs, plan.order, plan.padded_size, plan.width, plan.beta, kernel)
+    out = spread_points(
+        flat, locs, plan.order, plan.padded_size, plan.width, plan.beta, kernel, signs
+    )
     return out.reshape(batch + plan.padded_size)
 
 

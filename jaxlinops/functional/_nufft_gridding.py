@@ -81,12 +81,16 @@ def _kaiser_bessel(entry, u, radius: float, beta: float) -> np.ndarray:
 
 
 def nufft_windows(
-    locs: jax.Array, padded: Sequence[int], width: float, beta: float
+    locs: jax.Array, padded: Sequence[int], width: float, beta: float, signs: bool = False
 ) -> Neighbourhoods:
     """The windows of the points `locs` `[P, D]` (padded-grid units, in `[0, N_pad)`): origins
     `[P, D]` on the periodic grid and the `D` weight factors `[P, L]`. A point with a
     non-finite coordinate gets origin 0 and NaN weights (so NaN results). Evaluated as
-    `[L, D, P]`, the points innermost, so that XLA vectorises over them."""
+    `[L, D, P]`, the points innermost, so that XLA vectorises over them.
+
+    `signs`: on every axis of even length the weight of grid index $g$ is multiplied by
+    $(-1)^g$, the centered FFT's ramp on the spectrum's side (`centered_fftn(...,
+    spectrum_signs=True)`), which then costs no pass over the grid."""
     coeffs, lows = kernel_polynomials(width, beta, _fit_tol(locs.dtype))
     shifted = locs.T - width / 2  # [D, P]
     first = jnp.floor(shifted)
@@ -101,6 +105,11 @@ def nufft_windows(
     values = jnp.where(bad[None], jnp.nan, values)
     sizes = jnp.asarray(padded, jnp.int32)[:, None]
     starts = jnp.remainder(jnp.where(bad, 0, first + 1).astype(jnp.int32), sizes)
+    even = np.array([n % 2 == 0 for n in padded])
+    if signs and even.any():  # (-1)^(start + l), start + l taken modulo an even size
+        lags = jnp.arange(len(coeffs[0]), dtype=jnp.int32)[:, None, None]
+        odd = (starts[None] + lags) % 2 == 1
+        values = jnp.where(odd & jnp.asarray(even)[None, :, None], -values, values)
     return Neighbourhoods(starts.T, tuple(values[:, d].T for d in range(locs.shape[1])))
 
 
@@ -116,13 +125,14 @@ def interp_points(
     width: float,
     beta: float,
     kernel: str = "xla",
+    signs: bool = False,
 ) -> jax.Array:
     """The padded spectrum `k` `[B, *padded]` interpolated at the points `locs` `[P, D]`,
     visited in `order` `[P]`: `[B, P]`. `kernel` is one of `KERNELS` (Pallas runs in
-    interpret mode off GPU)."""
+    interpret mode off GPU); `signs` as for [`nufft_windows`][]."""
     # the barrier keeps XLA from fusing the polynomials into the gather, where they would be
     # evaluated again for every window entry (measured 1.8x slower in 2-D)
-    nbhd = lax.optimization_barrier(nufft_windows(locs[order], k.shape[1:], width, beta))
+    nbhd = lax.optimization_barrier(nufft_windows(locs[order], k.shape[1:], width, beta, signs))
     if kernel == "pallas":
         out = _on_gpu_or_interpreted(pallas_ungrid, k, nbhd.starts, jnp.stack(nbhd.weights, 1))
     else:
@@ -140,10 +150,11 @@ def spread_points(
     width: float,
     beta: float,
     kernel: str = "xla",
+    signs: bool = False,
 ) -> jax.Array:
     """The adjoint of [`interp_points`][]: `y` `[B, P]` spread onto a zero grid `[B, *padded]`."""
     # the barrier keeps the polynomials out of the scatter's loop over chunks (1.6x in 3-D)
-    nbhd = lax.optimization_barrier(nufft_windows(locs[order], padded, width, beta))
+    nbhd = lax.optimization_barrier(nufft_windows(locs[order], padded, width, beta, signs))
     vals = y[:, order]
     if kernel == "pallas":
         weights = jnp.stack(nbhd.weights, 1)
