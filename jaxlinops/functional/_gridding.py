@@ -159,25 +159,37 @@ def gather_windows(vals: jax.Array, nbhd: Neighbourhoods, pad_mode: str) -> jax.
 def scatter_windows(
     vals: jax.Array, nbhd: Neighbourhoods, grid: Sequence[int], pad_mode: str
 ) -> jax.Array:
-    """Spread `vals` `[B, P]` onto a zero grid: `[B, *grid]` (`pad_mode` as for
-    [`gather_windows`][])."""
+    r"""Spread `vals` `[B, P]` onto a zero grid: `[B, *grid]` (`pad_mode` as for
+    [`gather_windows`][]).
+
+    The padded grid is held as rows along its last axis, `[B, R, N_D]`, and a point's window
+    as its $L_1 \cdots L_{D-1}$ rows of $L_D$ entries, so that the scatter's innermost loop
+    adds one contiguous row, which LLVM vectorises: 1.2-1.6x faster than a scatter of whole
+    windows with one batch entry, 1.3x with 8 in 3-D, at par with 8 in 2-D (measured on 2
+    cores)."""
     sizes = _sizes(nbhd)
-    ndim = len(sizes)
     batch = vals.shape[0]
     extra = {"circular": lambda s: s - 1, "zero": lambda s: 2 * s, "inside": lambda s: 0}[pad_mode]
-    padded = jnp.zeros((batch,) + tuple(n + extra(s) for n, s in zip(grid, sizes)), vals.dtype)
+    shape = tuple(n + extra(s) for n, s in zip(grid, sizes))
+    strides = [math.prod(shape[d + 1 : -1]) for d in range(len(shape) - 1)]  # of the rows
+    lags = itertools.product(*(range(s) for s in sizes[:-1]))  # a window's rows
+    offsets = jnp.asarray([sum(l * s for l, s in zip(lag, strides)) for lag in lags], jnp.int32)
     numbers = lax.ScatterDimensionNumbers(
-        update_window_dims=tuple(range(1, ndim + 2)),
-        inserted_window_dims=(),
-        scatter_dims_to_operand_dims=tuple(range(1, ndim + 1)),
+        update_window_dims=(1, 2), inserted_window_dims=(1,), scatter_dims_to_operand_dims=(1, 2)
     )
 
     def step(out, args):
         values, starts, weights = args
-        weights = _window_weights(weights).astype(vals.dtype)[:, None]
-        updates = values.reshape(values.shape + (1,) * ndim) * weights
-        return lax.scatter_add(out, starts, updates, numbers, mode=_IN_BOUNDS), None
+        weights = _window_weights(weights).astype(vals.dtype)
+        rows = weights.reshape((len(weights), len(offsets), 1, sizes[-1]))
+        updates = values[:, None, :, None] * rows
+        updates = updates.reshape((len(values) * len(offsets), batch, sizes[-1]))
+        first = sum((starts[:, d] * s for d, s in enumerate(strides)), jnp.zeros_like(starts[:, 0]))
+        column = jnp.broadcast_to(starts[:, -1:], (len(starts), len(offsets)))
+        index = jnp.stack([first[:, None] + offsets[None], column], axis=-1).reshape((-1, 2))
+        return lax.scatter_add(out, index, updates, numbers, mode=_IN_BOUNDS), None
 
+    padded = jnp.zeros((batch, math.prod(shape[:-1]), shape[-1]), vals.dtype)
     size = _chunk_size(batch, sizes)
     points = nbhd.starts.shape[0]
     if points <= size:
@@ -186,7 +198,7 @@ def scatter_windows(
         chunks = _chunks((vals.T, *nbhd), size)  # (e.g. varying across shard_map devices)
         padded, _ = step(padded, jax.tree.map(lambda a: a[0], chunks))
         padded, _ = lax.scan(step, padded, jax.tree.map(lambda a: a[1:], chunks))
-    return _unpad(padded, grid, sizes, pad_mode)
+    return _unpad(padded.reshape((batch,) + shape), grid, sizes, pad_mode)
 
 
 def _sizes(nbhd: Neighbourhoods) -> tuple[int, ...]:
