@@ -1,5 +1,5 @@
 """The chunked gridding path (`functional/_gridding.py`): points are gathered and scattered
-in chunks of `_chunk_size(batch, window)` points (`_CHUNK` window entries, 2**18), which
+in chunks of `_chunk_size(batch, window)` points (`_CHUNK` window entries, 2**19), which
 every realistic-size NUFFT takes. Checked at real sizes against a vectorised numpy kernel
 sum, with several chunks and a ragged last one, and with tiny forced chunks against the
 unchunked path for every kind of boundary (one chunk, an exact multiple, ragged)."""

@@ -20,6 +20,7 @@ import numpy as np
 from jax import lax
 
 from .._arrays import right_align
+from ._pad import center_pad
 
 
 def centered_fftn(
@@ -28,10 +29,15 @@ def centered_fftn(
     inverse: bool = False,
     norm: str = "ortho",
     spectrum_signs: bool = False,
+    pad_to: tuple[int, ...] | None = None,
 ) -> jax.Array:
     r"""`fftshift(fn(ifftshift(x, axes), axes=axes, norm=norm), axes)` over the last `ndim`
     axes, `fn` being `jnp.fft.fftn` or (`inverse`) `jnp.fft.ifftn`; without the shifts.
     Real inputs give complex outputs of the same precision.
+
+    `pad_to` (forward only): the transform of `x` zero-padded about its centre to these
+    sizes (`center_pad`), with the ramps before the transform applied to `x` before the
+    padding, to fewer entries.
 
     `spectrum_signs`: on an axis of even length $M$ the ramp on the spectrum's side (after
     the forward transform, before the inverse) is a sign per sample, $(-1)^{k - c}$ and
@@ -42,11 +48,13 @@ def centered_fftn(
     normalisation move to the ramps on the image's side, so the spectrum's side is the bare
     FFT: one pass over the array fewer."""
     axes = tuple(range(-ndim, 0))
-    shape = x.shape[x.ndim - ndim :]
+    extent = x.shape[x.ndim - ndim :]
+    shape = extent if pad_to is None else tuple(pad_to)
+    assert pad_to is None or not inverse, "pad_to applies to the forward transform"
     with jax.numpy_dtype_promotion("standard"):
         x = x.astype(jnp.result_type(x.dtype, jnp.complex64))
     if not spectrum_signs:
-        x = _ramped(x, shape, inverse, post=False)
+        x = center_pad(_ramped(x, shape, inverse, post=False, extent=extent), extent, shape)
         x = (jnp.fft.ifftn if inverse else jnp.fft.fftn)(x, axes=axes, norm=norm)
         return _ramped(x, shape, inverse, post=True)
     # XLA's transforms: the forward unscaled, the inverse divided by the size; the rest of
@@ -58,8 +66,8 @@ def centered_fftn(
         x = _ramped(x, shape, True, post=False, spectrum_signs=True)
         x = lax.fft(x, lax.FftType.IFFT, shape)
         return _ramped(x, shape, True, post=True, spectrum_signs=True, scale=1.0 / scale)
-    x = _ramped(x, shape, False, post=False, spectrum_signs=True, scale=scale)
-    x = lax.fft(x, lax.FftType.FFT, shape)
+    x = _ramped(x, shape, False, post=False, spectrum_signs=True, scale=scale, extent=extent)
+    x = lax.fft(center_pad(x, extent, shape), lax.FftType.FFT, shape)
     return _ramped(x, shape, False, post=True, spectrum_signs=True)
 
 
@@ -70,12 +78,14 @@ def _ramped(
     post: bool,
     spectrum_signs: bool = False,
     scale: float = 1.0,
+    extent: tuple[int, ...] | None = None,
 ) -> jax.Array:
     r"""`x` times $e^{\pm 2\pi i c (j - c)/M}$ (`post`) or $e^{\pm 2\pi i c j/M}$ along each
     of its last `len(shape)` axes: one small constant per axis, computed in double
     precision with the exponent reduced modulo $M$, then cast to `x`'s (complex) dtype.
     With `spectrum_signs`, even axes skip the spectrum side's ramp (see
-    [`centered_fftn`][]); `scale` multiplies the first ramp applied."""
+    [`centered_fftn`][]); `scale` multiplies the first ramp applied. `extent`: `x` holds
+    only the centred `extent` of each axis (the ramps' entries there)."""
     spectrum_side = post != conj
     for axis, m in enumerate(shape, start=-len(shape)):
         c = m // 2
@@ -86,6 +96,7 @@ def _ramped(
         ramp = np.exp((-2j if conj else 2j) * np.pi * (c * j % m) / m)
         if folded and not conj:  # the forward's (-1)^c, moved from the spectrum's side
             ramp = ramp * (-1) ** c
-        ramp, scale = ramp * scale, 1.0
-        x = x * right_align(jnp.asarray(ramp.reshape((m,) + (1,) * (-axis - 1)), x.dtype), x.ndim)
+        n = m if extent is None else extent[axis]
+        ramp, scale = ramp[m // 2 - n // 2 :][:n] * scale, 1.0
+        x = x * right_align(jnp.asarray(ramp.reshape((n,) + (1,) * (-axis - 1)), x.dtype), x.ndim)
     return x

@@ -254,8 +254,8 @@ def nufft_unchecked(x: jax.Array, plan: NUFFTPlan) -> jax.Array:
     if plan.mode == "sampling":
         k = centered_fftn(center_pad(x, plan.grid_size, plan.padded_size), ndim)
         return gather(k, tuple(jnp.moveaxis(plan.locs, -1, 0)))
-    padded = center_pad(_apodized(x, plan), plan.grid_size, plan.padded_size)
-    k = centered_fftn(padded, ndim, spectrum_signs=True)  # the signs go to the weights
+    pad_to = plan.padded_size  # the signs go to the weights
+    k = centered_fftn(_apodized(x, plan), ndim, spectrum_signs=True, pad_to=pad_to)
     return ungrid_plan(k, plan, signs=True) / plan.scale
 
 
