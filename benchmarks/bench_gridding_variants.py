@@ -9,7 +9,8 @@ complex64, one coil), gridding only (no FFT). Interpolation (grid -> points) and
 
 - `jaxlinops`: what the NUFFT runs: points sorted by cell once at plan time, the window
   weights evaluated on every call from the points by the fitted polynomials, a 4^D window;
-  one fused gather-and-sum, a chunked scatter-add;
+  one fused gather-and-sum contracted one axis at a time, a chunked scatter-add of window
+  rows (4 contiguous entries each);
 - `precomputed weights`: the same, the weights computed once and passed in (fastest, but
   the operator would then hold arrays derived from its points, stale after an update);
 - `A&S kernel per call`: the same sorted windows, the weights evaluated by the
