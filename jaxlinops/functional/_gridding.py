@@ -174,7 +174,7 @@ def scatter_windows(
     shape = tuple(n + extra(s) for n, s in zip(grid, sizes))
     strides = [math.prod(shape[d + 1 : -1]) for d in range(len(shape) - 1)]  # of the rows
     lags = itertools.product(*(range(s) for s in sizes[:-1]))  # a window's rows
-    offsets = jnp.asarray([sum(l * s for l, s in zip(lag, strides)) for lag in lags], jnp.int32)
+    offsets = [sum(l * s for l, s in zip(lag, strides)) for lag in lags]
     numbers = lax.ScatterDimensionNumbers(
         update_window_dims=(1, 2), inserted_window_dims=(1,), scatter_dims_to_operand_dims=(1, 2)
     )
@@ -186,8 +186,11 @@ def scatter_windows(
         updates = values[:, None, :, None] * rows
         updates = updates.reshape((len(values) * len(offsets), batch, sizes[-1]))
         first = sum((starts[:, d] * s for d, s in enumerate(strides)), jnp.zeros_like(starts[:, 0]))
-        column = jnp.broadcast_to(starts[:, -1:], (len(starts), len(offsets)))
-        index = jnp.stack([first[:, None] + offsets[None], column], axis=-1).reshape((-1, 2))
+        # Python offsets, no array constant: one closed over, `vmap`ped in a `cond` in a
+        # `shard_map`, would be marked varying twice (a JAX error)
+        row = jnp.stack([first + offset for offset in offsets], axis=1)
+        column = jnp.broadcast_to(starts[:, -1:], row.shape)
+        index = jnp.stack([row, column], axis=-1).reshape((-1, 2))
         return lax.scatter_add(out, index, updates, numbers, mode=_IN_BOUNDS), None
 
     padded = jnp.zeros((batch, math.prod(shape[:-1]), shape[-1]), vals.dtype)
