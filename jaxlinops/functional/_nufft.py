@@ -254,8 +254,9 @@ def nufft_unchecked(x: jax.Array, plan: NUFFTPlan) -> jax.Array:
     if plan.mode == "sampling":
         k = centered_fftn(center_pad(x, plan.grid_size, plan.padded_size), ndim)
         return gather(k, tuple(jnp.moveaxis(plan.locs, -1, 0)))
-    pad_to = plan.padded_size  # the signs go to the weights
-    k = centered_fftn(_apodized(x, plan), ndim, spectrum_signs=True, pad_to=pad_to)
+    # the FFT's signs on the spectrum's side are in the kernel weights (`signs=True`)
+    x = _apodized(x, plan)
+    k = centered_fftn(x, ndim, spectrum_signs=True, pad_to=plan.padded_size)
     return ungrid_plan(k, plan, signs=True) / plan.scale
 
 
@@ -270,7 +271,7 @@ def nufft_adjoint_unchecked(y: jax.Array, plan: NUFFTPlan) -> jax.Array:
     if plan.mode == "sampling":
         k = scatter(y, tuple(jnp.moveaxis(plan.locs, -1, 0)), plan.padded_size)
         return center_crop(centered_fftn(k, ndim, inverse=True), plan.padded_size, plan.grid_size)
-    k = grid_plan(y / plan.scale, plan, signs=True)  # the FFT's signs are in the weights
+    k = grid_plan(y / plan.scale, plan, signs=True)  # as in `nufft_unchecked`
     x = centered_fftn(k, ndim, inverse=True, spectrum_signs=True)
     return _apodized(center_crop(x, plan.padded_size, plan.grid_size), plan)
 
