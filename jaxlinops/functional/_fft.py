@@ -47,28 +47,24 @@ def centered_fftn(
     $S = \prod_{d\ \mathrm{even}} (-1)^{k_d}$. The constant $(-1)^c$ of the forward and the
     normalisation move to the ramps on the image's side, so the spectrum's side is the bare
     FFT: one pass over the array fewer."""
-    axes = tuple(range(-ndim, 0))
     extent = x.shape[x.ndim - ndim :]
     shape = extent if pad_to is None else tuple(pad_to)
     assert pad_to is None or not inverse, "pad_to applies to the forward transform"
     with jax.numpy_dtype_promotion("standard"):
         x = x.astype(jnp.result_type(x.dtype, jnp.complex64))
-    if not spectrum_signs:
-        x = center_pad(_ramped(x, shape, inverse, post=False, extent=extent), extent, shape)
-        x = (jnp.fft.ifftn if inverse else jnp.fft.fftn)(x, axes=axes, norm=norm)
-        return _ramped(x, shape, inverse, post=True)
     # XLA's transforms: the forward unscaled, the inverse divided by the size; the rest of
     # the normalisation (the forward's `scale`, the inverse's 1 / (size scale)) goes to the
-    # image's side
+    # ramps on the image's side
     size = math.prod(shape)
-    scale = {"backward": 1.0, "ortho": size**-0.5, "forward": 1.0 / size}[norm]
-    if inverse:
-        x = _ramped(x, shape, True, post=False, spectrum_signs=True)
-        x = lax.fft(x, lax.FftType.IFFT, shape)
-        return _ramped(x, shape, True, post=True, spectrum_signs=True, scale=1.0 / scale)
-    x = _ramped(x, shape, False, post=False, spectrum_signs=True, scale=scale, extent=extent)
-    x = lax.fft(center_pad(x, extent, shape), lax.FftType.FFT, shape)
-    return _ramped(x, shape, False, post=True, spectrum_signs=True)
+    scales = {"backward": 1.0, "ortho": size**-0.5, "forward": 1.0 / size}
+    if norm not in scales:
+        raise ValueError(f"`centered_fftn(norm=...)` must be one of {list(scales)}; got {norm!r}.")
+    scale = scales[norm]
+    pre, post = (1.0, 1.0 / scale) if inverse else (scale, 1.0)
+    x = _ramped(x, shape, inverse, False, spectrum_signs, scale=pre, extent=extent)
+    x = center_pad(x, extent, shape)
+    x = lax.fft(x, lax.FftType.IFFT if inverse else lax.FftType.FFT, shape)
+    return _ramped(x, shape, inverse, True, spectrum_signs, scale=post)
 
 
 def _ramped(
