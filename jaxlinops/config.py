@@ -5,8 +5,9 @@ jaxlinops' own settings:
 
 - `nufft_backend` (default `"auto"`): the backend of a `NUFFT` (and `nufft_plan`) built
   without one: `"auto"`, `"jax"`, `"pallas"` or `"finufft"` (see
-  `jaxlinops.functional.nufft_plan`); `"auto"` is `"jax"`, torchlinops' kernel, whatever
-  is installed (finufft and Pallas are opt-in).
+  `jaxlinops.functional.nufft_plan`); `"auto"` picks `"jax"` or, on a CPU where
+  jax-finufft is installed, `"finufft"` where a cost model predicts it faster (Pallas is
+  opt-in).
 - `log_device_transfers` (default False): when True, building a batched operator logs its
   plan (which tiles each device holds, the collectives it uses) and each compiled
   application logs the bytes it moves, on the `"jaxlinops"` logger at INFO level.

@@ -20,6 +20,8 @@ from .. import config
 from .._arrays import as_array, as_sizes, has_nonfinite, promote, right_align
 from .._reverse_mode import forward_mode_error
 from ._accuracy import predicted_error, settings_for_eps
+from ._backend_cost import cheapest, features
+from ._backend_switch import Pair, switched
 from ._fft import centered_fftn
 from ._finufft import (
     INSTALL,
@@ -51,6 +53,11 @@ class NUFFTPlan(eqx.Module):
     backend (`"jax"`, `"pallas"` or `"finufft"`, resolved from `"auto"` when the plan is
     made) and finufft's tolerance `eps` (None for the other backends) are static.
 
+    `auto` (static): why `"auto"` chose the backend (`_backend_cost`), None for a backend
+    asked for by name. A plan on finufft chosen by `"auto"` also holds `apodize` and
+    `order`: the JAX path stands in for what finufft cannot do (grid splits, `jax.export`,
+    derivatives with respect to the points, `vmap` over them; `_backend_switch`).
+
     `frames` (static, default 0) leading axes of `locs` are frames: `locs` is
     `[F..., L..., D]` and frame `f` of the data is transformed at the points `locs[f]`
     alone (`order` is `[F..., prod(L...)]`, sorted per frame). The transforms take
@@ -69,6 +76,7 @@ class NUFFTPlan(eqx.Module):
     backend: str = eqx.field(static=True)
     eps: float | None = eqx.field(static=True)
     frames: int = eqx.field(static=True, default=0)
+    auto: str | None = eqx.field(static=True, default=None)
 
     @property
     def accuracy(self) -> float | None:
@@ -131,13 +139,14 @@ def nufft_plan(
       `"pallas"` (Pallas kernels; on CUDA GPUs, and in interpret mode, for testing,
       elsewhere), `"finufft"` (the whole transform by jax-finufft, `pip install
       'jaxlinops[finufft]'`, to the error `eps`, or without `eps` to the error the JAX
-      path promises for `(oversamp, width)`: `NUFFTPlan.accuracy`), or `"auto"`:
-      `"jax"`, whatever is installed (the one path that keeps the whole contract:
-      torchlinops' kernel, grid splits, `jax.export`, derivatives of its own forward;
-      finufft and Pallas are opt-in). None: `jaxlinops.config.nufft_backend` (default
-      `"auto"`). All compute the same transform; they differ by the approximation error
-      (finufft's kernel is its own; it is asked for `eps / FINUFFT_MARGIN`, as its error
-      can exceed its tolerance).
+      path promises for `(oversamp, width)`: `NUFFTPlan.accuracy`), or `"auto"`: the
+      JAX path, or on a CPU jax-finufft where the cost model `_backend_cost` predicts it
+      faster for these points and grid (3-D grids of about 96^3 and more), with the JAX
+      path standing in for what finufft cannot do (`NUFFTPlan.auto` says why; Pallas is
+      opt-in). None: `jaxlinops.config.nufft_backend` (default `"auto"`). All compute
+      the same transform; they differ by the approximation error (finufft's kernel is its
+      own; it is asked for `eps / FINUFFT_MARGIN`, as its error can exceed its
+      tolerance).
 
     **Bad values:** concrete `locs` with NaN or Inf raise a ValueError. Traced `locs`
     (under `jit`, `vmap`, `grad`) cannot be checked in Python. In interpolate mode such a
@@ -250,7 +259,9 @@ def nufft_unchecked(x: jax.Array, plan: NUFFTPlan) -> jax.Array:
     if plan.frames:
         return per_frame(nufft_unchecked, x, ndim, plan)
     if plan.backend == "finufft":
-        return finufft_forward_unchecked(x, _cycles(plan), plan.grid_size, plan.eps)
+        if plan.auto:
+            return switched(x, plan, FORWARD, ADJOINT)
+        return _finufft_forward(x, plan)
     if plan.mode == "sampling":
         k = centered_fftn(center_pad(x, plan.grid_size, plan.padded_size), ndim)
         return gather(k, tuple(jnp.moveaxis(plan.locs, -1, 0)))
@@ -267,13 +278,40 @@ def nufft_adjoint_unchecked(y: jax.Array, plan: NUFFTPlan) -> jax.Array:
     if plan.frames:
         return per_frame(nufft_adjoint_unchecked, y, plan.locs.ndim - 1 - plan.frames, plan)
     if plan.backend == "finufft":
-        return finufft_adjoint_unchecked(y, _cycles(plan), plan.grid_size, plan.eps)
+        if plan.auto:
+            return switched(y, plan, ADJOINT, FORWARD)
+        return _finufft_adjoint(y, plan)
     if plan.mode == "sampling":
         k = scatter(y, tuple(jnp.moveaxis(plan.locs, -1, 0)), plan.padded_size)
         return center_crop(centered_fftn(k, ndim, inverse=True), plan.padded_size, plan.grid_size)
     k = grid_plan(y / plan.scale, plan, signs=True)  # as in `nufft_unchecked`
     x = centered_fftn(k, ndim, inverse=True, spectrum_signs=True)
     return _apodized(center_crop(x, plan.padded_size, plan.grid_size), plan)
+
+
+def jax_plan(plan: NUFFTPlan) -> NUFFTPlan:
+    """A plan that `"auto"` put on finufft, on the JAX path (it holds what that reads)."""
+    return dataclasses.replace(plan, backend="jax", eps=None, auto=None)
+
+
+def _finufft_forward(x: jax.Array, plan: NUFFTPlan) -> jax.Array:
+    return finufft_forward_unchecked(x, _cycles(plan), plan.grid_size, plan.eps)
+
+
+def _finufft_adjoint(y: jax.Array, plan: NUFFTPlan) -> jax.Array:
+    return finufft_adjoint_unchecked(y, _cycles(plan), plan.grid_size, plan.eps)
+
+
+def _jax_forward(x: jax.Array, plan: NUFFTPlan) -> jax.Array:
+    return nufft_unchecked(x, jax_plan(plan))
+
+
+def _jax_adjoint(y: jax.Array, plan: NUFFTPlan) -> jax.Array:
+    return nufft_adjoint_unchecked(y, jax_plan(plan))
+
+
+FORWARD = Pair(_finufft_forward, _jax_forward, "NUFFT on finufft (auto)")
+ADJOINT = Pair(_finufft_adjoint, _jax_adjoint, "NUFFT adjoint on finufft (auto)")
 
 
 def per_frame(fn: Callable, vals: jax.Array, trailing: int, plan: NUFFTPlan) -> jax.Array:
@@ -352,6 +390,9 @@ def make_plan(
             f"oversamp={oversamp:g}); use a smaller width, a larger oversamp or a larger grid."
         )
     beta = kaiser_bessel_beta(name, width, oversamp)
+    auto = None
+    if backend == "auto":
+        backend, auto = _auto_backend(name, locs, padded, width, frames, apodize_weights)
     if mode == "sampling" and apodize_weights is not None:
         raise ValueError(f"`{name}`: apodize_weights apply only to mode='interpolate'.")
     if not jnp.issubdtype(locs.dtype, jnp.floating):
@@ -362,15 +403,16 @@ def make_plan(
         if isinstance(locs, Tracer):
             bad = ~jnp.all(jnp.isfinite(locs))
             prepped = eqx.error_if(prepped, bad, f"`{name}`: locs contain NaN or Inf values.")
-    elif backend == "finufft":  # asked for the error the JAX path promises, or for eps
-        single = prepped.dtype == jnp.float32
-        promised = predicted_error(oversamp, width, grid, "complex64" if single else "complex128")
-        eps = (eps or promised) / FINUFFT_MARGIN
-        if apodize_weights is not None:
-            raise ValueError(f"`{name}`: apodize_weights do not apply to backend='finufft'.")
+    elif backend == "finufft" and apodize_weights is not None:
+        raise ValueError(f"`{name}`: apodize_weights do not apply to backend='finufft'.")
     else:
-        apodize = _apodize_weights(name, apodize_weights, grid, padded, width, beta, locs.dtype)
-        order = point_order(prepped, padded, frames)
+        if backend == "finufft":  # asked for the error the JAX path promises, or for eps
+            single = prepped.dtype == jnp.float32
+            dtype = "complex64" if single else "complex128"
+            eps = (eps or predicted_error(oversamp, width, grid, dtype)) / FINUFFT_MARGIN
+        if backend != "finufft" or auto:  # what the JAX path reads
+            apodize = _apodize_weights(name, apodize_weights, grid, padded, width, beta, locs.dtype)
+            order = point_order(prepped, padded, frames)
     return NUFFTPlan(
         locs=prepped,
         apodize=apodize,
@@ -384,20 +426,16 @@ def make_plan(
         backend=backend,
         eps=eps if backend == "finufft" else None,
         frames=frames,
+        auto=auto,
     )
 
 
 def _resolve_backend(name: str, backend: str, mode: str) -> str:
-    """`backend` checked, `"auto"` resolved (see [`nufft_plan`][]); sampling mode has no
-    gridding, and always runs in JAX.
-
-    `"auto"` is `"jax"`, whatever is installed: only the JAX path keeps the whole contract
-    of an operator built with defaults (torchlinops' kernel and the accuracy its `repr`
-    states, grid splits, `jax.export`, derivatives of its own forward in every mode).
-    finufft (a custom call, its own kernel, one call for the whole grid) and the Pallas
-    kernels (reverse-mode derivatives only; 1.2-1.4x faster on an H200) are opt-in. Pallas
-    off a GPU runs in its interpreter (for tests): a warning on the `jaxlinops` logger says
-    so."""
+    """`backend` checked (`"auto"` is resolved by [`_auto_backend`][] once the plan's
+    settings are known); sampling mode has no gridding, and always runs in JAX. The Pallas
+    kernels (reverse-mode derivatives only; 1.2-1.4x faster on an H200) are opt-in; off a
+    GPU they run in Pallas' interpreter (for tests): a warning on the `jaxlinops` logger
+    says so."""
     if backend not in BACKENDS:
         raise ValueError(f"`{name}`: unknown backend {backend!r}; expected one of {BACKENDS}.")
     if backend == "finufft" and not finufft_available():
@@ -409,7 +447,36 @@ def _resolve_backend(name: str, backend: str, mode: str) -> str:
     platform = jax.default_backend()
     if backend == "pallas" and platform != "gpu":
         logger.warning("`%s`: backend='pallas' on %s runs in Pallas' interpreter", name, platform)
-    return "jax" if backend == "auto" else backend
+    return backend
+
+
+def _auto_backend(
+    name: str, locs: jax.Array, padded: tuple, width: float, frames: int, weights
+) -> tuple[str, str]:
+    """The backend `"auto"` picks for an interpolate-mode plan, and why (logged at DEBUG):
+    the JAX path, or on a CPU jax-finufft where the cost model (`_backend_cost`) predicts
+    it faster for these points and grid. finufft is a candidate only where the JAX path can
+    stand in for it (`_backend_switch`): one set of points (no frames), the default
+    apodization, at most 3 dimensions."""
+    platform = jax.default_backend()
+    if platform != "cpu":
+        backend, reason = "jax", f"auto: jax on {platform} (pallas is opt-in)"
+    elif not finufft_available():
+        backend, reason = "jax", "auto: jax-finufft is not installed"
+    elif frames or weights is not None or len(padded) > 3:
+        what = "per-frame points" if frames else "more than 3 dims"
+        backend, reason = (
+            "jax",
+            f"auto: finufft cannot take {what if weights is None else 'apodize_weights'}",
+        )
+    else:
+        points = math.prod(locs.shape[:-1])
+        itemsize = 16 if locs.dtype == jnp.float64 else 8
+        backend, reason = cheapest(
+            platform, ("jax", "finufft"), features(padded, width, points, itemsize)
+        )
+    logger.debug("`%s`: backend=%s (%s)", name, backend, reason)
+    return backend, reason
 
 
 def _cycles(plan: NUFFTPlan) -> jax.Array:

@@ -70,8 +70,12 @@ def toeplitz_kernel(weights: jax.Array, plan: NUFFTPlan, oversamp: float) -> jax
     if plan.mode == "sampling":
         return scatter(weights, tuple(jnp.moveaxis(plan.locs, -1, 0)), plan.padded_size)
     size = embedded_size(plan, oversamp)
-    settings = (plan.oversamp, plan.width, "interpolate", None, None, plan.backend)
+    # a backend "auto" chose is chosen again for the embedded grid; finufft asked for by name
+    # keeps its tolerance
+    backend = "auto" if plan.auto else plan.backend
+    settings = (plan.oversamp, plan.width, "interpolate", None, None, backend)
     embedded = make_plan("NUFFT.normal", embedded_locs(plan, size), size, *settings)
-    embedded = dataclasses.replace(embedded, eps=plan.eps)  # finufft's tolerance, if any
+    if not plan.auto:
+        embedded = dataclasses.replace(embedded, eps=plan.eps)
     h = nufft_adjoint_unchecked(weights, embedded)
     return centered_fftn(h, ndim) * (math.prod(size) / math.prod(plan.grid_size))

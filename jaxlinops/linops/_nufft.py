@@ -26,7 +26,9 @@ from ..functional._kernels import as_number
 from ..functional._nufft import (
     NUFFTPlan,
     default_apodization,
+    jax_plan,
     kaiser_bessel_beta,
+    logger,
     make_plan,
     nufft_adjoint_unchecked,
     nufft_unchecked,
@@ -253,11 +255,13 @@ class NUFFT(NamedLinop):
         return jnp.asarray(weights, jnp.result_type(float))
 
     def __repr__(self) -> str:
-        """The operator's dims, with the backend that grids and the relative error the
-        plan promises (`NUFFTPlan.accuracy`), the same contract for every backend."""
+        """The operator's dims, with the backend that grids (and why, when `"auto"` chose
+        it) and the relative error the plan promises (`NUFFTPlan.accuracy`), the same
+        contract for every backend."""
         plan = self.plan
+        why = "" if plan.auto is None else f" ({plan.auto})"
         extra = "" if plan.accuracy is None else f", error<={plan.accuracy:.2g}"
-        return f"{super().__repr__()} [{plan.mode}, backend={plan.backend}{extra}]"
+        return f"{super().__repr__()} [{plan.mode}, backend={plan.backend}{why}{extra}]"
 
     def size(self, dim: str) -> int | None:
         layouts = (self.output_shape, self.plan.locs.shape), (self.input_shape, self.plan.grid_size)
@@ -311,7 +315,10 @@ class NUFFT(NamedLinop):
                 f"transform per frame, not one chain of steps on the grid; split it along a "
                 f"frame dim instead."
             )
-        if plan.backend == "finufft":
+        if plan.backend == "finufft" and plan.auto:  # the JAX path's steps stand in
+            logger.info("%s: split on the grid by the JAX path (finufft takes it whole)", where)
+            plan = jax_plan(plan)
+        elif plan.backend == "finufft":
             raise ValueError(
                 f"{where} with backend='finufft' transforms the whole grid in one call of "
                 f"jax-finufft, which cannot run on slabs of it; build it with backend='jax' "
