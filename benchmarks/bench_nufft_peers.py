@@ -13,10 +13,12 @@ and adjoint (points -> image). Rows:
   resolves, with the plan's bytes per point and XLA's temporaries;
 - jax-finufft at the largest eps of a ladder whose error is no worse than each of those
   rows' ("= jl ..."), and nufftax (its default upsampfac 2) likewise;
-- when jax-finufft is installed: jaxlinops with `backend="finufft"` (opt-in; `"auto"` is
-  the JAX path) at eps 1e-2, 1e-4, 1e-6 against raw jax-finufft at the tolerance the
-  operator passes it (eps / 3, "= jl finufft ..."), the two timed in turns on the same
-  inputs: what the operator adds;
+- when jax-finufft is installed: jaxlinops with `backend="finufft"` at eps 1e-2, 1e-4,
+  1e-6 against raw jax-finufft at the tolerance the operator passes it (eps / 3, "= jl
+  finufft ..."), the two timed in turns on the same inputs: what the operator adds; and,
+  where `"auto"` picks finufft for the case (its cost model: 3-D 128^3 here), the
+  operator at its defaults (`"jaxlinops auto"`), with the peers matched to its error
+  ("= jl auto");
 - `XLA FFT alone`: XLA's FFT of the oversampled grid of jaxlinops' defaults and nothing
   else, the time below which no NUFFT built on XLA's FFT can go (its ratio is its share of
   the defaults' time).
@@ -250,6 +252,11 @@ def run_direction(rng, locs, grid, adjoint, peers, budget) -> list[dict]:
                 jl_rows.append((f"jl {label}", error, ms))
             else:  # timed below, in turns with raw jax-finufft at the plan's tolerance
                 finufft_rows.append((label, settings, impl, error, memory))
+    impl, settings, memory = jaxlinops_impl(locs, grid, adjoint, {"backend": "auto"})
+    if settings.startswith("finufft"):  # the defaults where "auto" does not run the JAX path
+        error = direction.error(impl)
+        ms = add("jaxlinops auto", f"defaults: {settings}", impl, error, memory=memory)
+        jl_rows.append(("jl auto", error, ms))
     add("XLA FFT alone", *fft_alone(locs, grid, adjoint), jl_rows[0][2])
     makers = {
         "jax-finufft": lambda mod: lambda eps: finufft_impl(mod, angles, grid, adjoint, eps),

@@ -93,6 +93,24 @@ def test_gridding_variants_script_runs():
     assert "| 20x20x20, 2048 pts | flat indices |" in done.stdout
 
 
+def test_backend_cost_script_runs_and_refits_the_librarys_model(tmp_path):
+    """`bench_nufft_backends.py --quick` times its three cases; `--fit` on the stored
+    tables prints the coefficients `_backend_cost.COSTS` holds."""
+    script = str(BENCHMARKS / "bench_nufft_backends.py")
+    done = subprocess.run([sys.executable, script, "--quick", "--json", str(tmp_path / "t.json")],
+                          capture_output=True, text=True, timeout=300, check=False)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "| 32x32x32 | 16384 |" in done.stdout
+    assert len(json.loads((tmp_path / "t.json").read_text())["rows"]) == 3
+    tables = [str(BENCHMARKS / "results" / f"nufft-backends-cpu-2core-2026-11-29{s}.json")
+              for s in ("", "b")]  # fmt: skip
+    done = subprocess.run([sys.executable, script, "--fit", *tables], capture_output=True,
+                          text=True, timeout=120, check=True)  # fmt: skip
+    from jaxlinops.functional._backend_cost import COSTS
+
+    assert str({b: COSTS["cpu"][b] for b in ("jax", "finufft")}) in done.stdout
+
+
 def test_grad_cost_script_runs_and_implicit_memory_is_flat():
     """`bench_grad.py --quick`: the implicit gradient's temporaries (XLA's, known at compile
     time, so not noisy) do not grow from 5 to 25 CG iterations, for either normal."""
