@@ -54,18 +54,12 @@ def predicted_ms(platform: str, backend: str, feats: tuple) -> float:
     return fixed + sum(c * f for c, f in zip(slopes, feats))
 
 
-def cheapest(platform: str, candidates: tuple[str, ...], feats: tuple) -> tuple[str, str]:
-    """The backend among `candidates` (modelled on `platform`; the first is the default)
-    that `"auto"` picks, and why: the default unless another is predicted at least
-    `MARGIN` times faster."""
-    default = candidates[0]
-    times = {b: predicted_ms(platform, b, feats) for b in candidates}
-    best = min(candidates, key=lambda b: times[b])
-    ratio = times[default] / times[best]
-    if best != default and ratio >= MARGIN:
-        return best, f"auto: predicted {ratio:.2f}x faster than {default}"
-    other = min((b for b in candidates if b != default), key=lambda b: times[b])
-    ratio = times[other] / times[default]
-    if ratio >= 1:
-        return default, f"auto: predicted {ratio:.2f}x faster than {other}"
+def cheapest(platform: str, default: str, other: str, feats: tuple) -> tuple[str, str]:
+    """The backend of the two (modelled on `platform`) that `"auto"` picks, and why:
+    `default` unless `other` is predicted at least `MARGIN` times faster."""
+    mine, theirs = (predicted_ms(platform, b, feats) for b in (default, other))
+    if mine >= MARGIN * theirs:
+        return other, f"auto: predicted {mine / theirs:.2f}x faster than {default}"
+    if theirs >= mine:
+        return default, f"auto: predicted {theirs / mine:.2f}x faster than {other}"
     return default, f"auto: predicted within {MARGIN}x of {other}"

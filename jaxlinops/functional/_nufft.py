@@ -459,22 +459,21 @@ def _auto_backend(
     stand in for it (`_backend_switch`): one set of points (no frames), the default
     apodization, at most 3 dimensions."""
     platform = jax.default_backend()
-    if platform != "cpu":
-        backend, reason = "jax", f"auto: jax on {platform} (pallas is opt-in)"
-    elif not finufft_available():
-        backend, reason = "jax", "auto: jax-finufft is not installed"
-    elif frames or weights is not None or len(padded) > 3:
-        what = "per-frame points" if frames else "more than 3 dims"
-        backend, reason = (
-            "jax",
-            f"auto: finufft cannot take {what if weights is None else 'apodize_weights'}",
-        )
+    blockers = (
+        (platform != "cpu", f"runs on CPUs only here (on {platform}, pallas is opt-in)"),
+        (not finufft_available(), "is not installed"),
+        (frames, "cannot take per-frame points"),
+        (weights is not None, "cannot take apodize_weights"),
+        (len(padded) > 3, "cannot take more than 3 dims"),
+    )
+    blocker = next((what for blocked, what in blockers if blocked), None)
+    if blocker:
+        backend, reason = "jax", f"auto: jax-finufft {blocker}"
     else:
         points = math.prod(locs.shape[:-1])
         itemsize = 16 if locs.dtype == jnp.float64 else 8
-        backend, reason = cheapest(
-            platform, ("jax", "finufft"), features(padded, width, points, itemsize)
-        )
+        feats = features(padded, width, points, itemsize)
+        backend, reason = cheapest(platform, "jax", "finufft", feats)
     logger.debug("`%s`: backend=%s (%s)", name, backend, reason)
     return backend, reason
 
