@@ -147,3 +147,18 @@ def test_without_jax_finufft_auto_says_why(monkeypatch):
         assert plan.backend == "jax" and plan.auto == "auto: jax-finufft is not installed"
     finally:
         FF.finufft_available.cache_clear()
+
+
+@needs_finufft
+def test_a_jax_operator_keeps_the_jax_path_for_its_toeplitz_kernel():
+    """`"auto"` picks once, for the operator: 64^3 with 262,144 points is the JAX path,
+    and so is its Toeplitz kernel, although the embedded 128^3 grid with these points
+    alone would pick finufft (torchlinops' `toeplitz_psf` test compares that kernel
+    with sigpy's)."""
+    grid, points = (64,) * 3, locs((64,) * 3, 262144)
+    A, J = (jl.NUFFT(points, grid, "K", backend=b, toeplitz=True) for b in ("auto", "jax"))
+    assert A.plan.backend == "jax"
+    embedded = C.features((160,) * 3, 4.0, 262144, 8)
+    assert C.cheapest("cpu", "jax", "finufft", embedded)[0] == "finufft"
+    x = rand(1, grid, jnp.complex64)
+    np.testing.assert_array_equal(np.asarray(A.N(x)), np.asarray(J.N(x)))

@@ -211,3 +211,13 @@ def test_sharded_across_devices(backend, dim):
     x, y = rand(15, (2, *GRID)), rand(16, (2, POINTS))
     assert_close(jax.jit(lambda B, x: B(x))(B, x), A(x), jnp.complex128)
     assert_close(jax.jit(lambda B, y: B.H(y))(B, y), A.H(y), jnp.complex128)
+
+
+def test_toeplitz_normal(backend):
+    """`A.N` by its Toeplitz kernel (on finufft chosen by "auto", the kernel's backend is
+    chosen again for the embedded grid) is `A^H A` within the errors the two promise."""
+    A = build(backend, toeplitz=True)
+    x = rand(17, (2, *GRID))
+    want = A.H(A(x))
+    error = float(jnp.linalg.norm(A.N(x) - want) / jnp.linalg.norm(want))
+    assert error <= 2 * A.plan.accuracy

@@ -70,12 +70,13 @@ def toeplitz_kernel(weights: jax.Array, plan: NUFFTPlan, oversamp: float) -> jax
     if plan.mode == "sampling":
         return scatter(weights, tuple(jnp.moveaxis(plan.locs, -1, 0)), plan.padded_size)
     size = embedded_size(plan, oversamp)
-    # a backend "auto" chose is chosen again for the embedded grid; finufft asked for by name
-    # keeps its tolerance
-    backend = "auto" if plan.auto else plan.backend
-    settings = (plan.oversamp, plan.width, "interpolate", None, None, backend)
-    embedded = make_plan("NUFFT.normal", embedded_locs(plan, size), size, *settings)
-    if not plan.auto:
+    # the operator's backend; finufft chosen by "auto" is chosen (or not) again for the
+    # embedded grid, finufft asked for by name keeps its tolerance
+    rechosen = plan.backend == "finufft" and plan.auto is not None
+    settings = (plan.oversamp, plan.width, "interpolate", None, None)
+    backend = "auto" if rechosen else plan.backend
+    embedded = make_plan("NUFFT.normal", embedded_locs(plan, size), size, *settings, backend)
+    if not rechosen:
         embedded = dataclasses.replace(embedded, eps=plan.eps)
     h = nufft_adjoint_unchecked(weights, embedded)
     return centered_fftn(h, ndim) * (math.prod(size) / math.prod(plan.grid_size))
