@@ -158,6 +158,19 @@ def test_transposes_dot_test(backend, dtype):
     assert float(jnp.linalg.norm(ty - ty_jax)) <= bound
 
 
+def test_vmap_over_the_data(backend):
+    """`vmap` over a batch axis of the data that is not the leading one (the transforms
+    receive it as axis 1): each entry as the transform gives it alone (finufft, where
+    "auto" chose it, takes the batch)."""
+    plan = build(backend).plan
+    x, y = rand(18, (*GRID[:1], 3, *GRID[1:])), rand(19, (POINTS, 3))
+    got_x = jax.vmap(lambda v: jl.functional.nufft(v, plan), in_axes=1)(x)
+    got_y = jax.vmap(lambda v: jl.functional.nufft_adjoint(v, plan), in_axes=1)(y)
+    for k in range(3):
+        assert_close(got_x[k], jl.functional.nufft(x[:, k], plan), jnp.complex128)
+        assert_close(got_y[k], jl.functional.nufft_adjoint(y[:, k], plan), jnp.complex128)
+
+
 def test_vmap_over_the_points(backend):
     """Operators whose points differ per batch entry (`vmap` over the points): each entry
     as its own operator; by the JAX path where "auto" chose finufft."""

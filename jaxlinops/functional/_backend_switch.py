@@ -19,6 +19,7 @@ $A^T c = \overline{A^H \bar c}$, the adjoint `other` between conjugations.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 from collections.abc import Callable
 
@@ -54,7 +55,10 @@ def switched(x: jax.Array, params, this: Pair, other: Pair) -> jax.Array:
     return vary_alike(out, x, *leaves)[0]
 
 
+@functools.lru_cache(maxsize=256)
 def _run(fn: Callable, treedef) -> Callable:
+    """`fn` on flattened parameters; one function per `(fn, treedef)`, so that the
+    abstract evaluation's `eval_shape` finds its trace in JAX's cache."""
     return lambda x, *leaves: fn(x, jax.tree.unflatten(treedef, leaves))
 
 
